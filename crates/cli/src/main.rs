@@ -1,0 +1,56 @@
+//! The `numakit` binary: parses arguments, calls the library, prints, and
+//! maps the outcome to an exit code (0 ok, 1 system error, 2 usage error).
+//! All logic lives in the `numakit` library crate; this is the only place
+//! `anyhow` appears.
+
+mod cli;
+mod cmd;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// An error with the exit code it must produce.
+#[derive(Debug)]
+pub struct Failure {
+    /// Exit code.
+    pub code: u8,
+    /// One-line message.
+    pub message: String,
+}
+
+impl Failure {
+    /// A usage error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self { code: 2, message: message.into() }
+    }
+    /// A system error (exit 1).
+    pub fn system(message: impl Into<String>) -> Self {
+        Self { code: 1, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+impl std::error::Error for Failure {}
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cmd::dispatch(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return ExitCode::SUCCESS;
+                }
+            }
+            let code = e.downcast_ref::<Failure>().map_or(1, |f| f.code);
+            let _ = writeln!(std::io::stderr(), "numakit: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}

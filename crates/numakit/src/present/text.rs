@@ -1,0 +1,238 @@
+//! The human view of `numakit topo`: a summary line, one row per node (CPU
+//! ranges, memory, free memory, huge pages, devices), the distance matrix
+//! (a compact per-node form beyond 16 nodes), packages → nodes → cores →
+//! PUs, caches, and the allowed set when a cpuset restricts it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::human_bytes;
+use crate::sets::CpuSet;
+use crate::topo::Topology;
+
+/// Nodes beyond which the distance matrix is shown in compact form.
+pub const MATRIX_MAX_NODES: usize = 16;
+
+/// Renders the human view.
+pub fn render(topo: &Topology) -> String {
+    let mut out = String::new();
+    let online = topo.online_cpus.len();
+    let _ = writeln!(
+        out,
+        "Machine: {} package{}, {} node{}, {} cores, {} CPUs ({} online), {} memory",
+        topo.packages.len(),
+        plural(topo.packages.len()),
+        topo.nodes.len(),
+        plural(topo.nodes.len()),
+        topo.core_count(),
+        topo.possible_cpus.len(),
+        online,
+        human_bytes(topo.total_memory_bytes()),
+    );
+    if !topo.source.live {
+        let _ = writeln!(out, "Source: {} (a dump, not this system)", topo.source.sysroot);
+    }
+    if !topo.numa_info {
+        out.push_str("No NUMA information (no sys/devices/system/node): shown as one node.\n");
+    }
+    out.push('\n');
+    node_table(topo, &mut out);
+    out.push('\n');
+    distances(topo, &mut out);
+    out.push('\n');
+    packages(topo, &mut out);
+    caches(topo, &mut out);
+    let all_nodes = topo.node_ids();
+    if topo.allowed.cpus != topo.online_cpus || topo.allowed.nodes != all_nodes {
+        let _ = writeln!(
+            out,
+            "\nAllowed by cpuset ({}): CPUs {}, nodes {}",
+            topo.allowed.from,
+            or_dash(&topo.allowed.cpus.to_list()),
+            or_dash(&topo.allowed.nodes.to_list())
+        );
+    }
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() {
+        "-"
+    } else {
+        s
+    }
+}
+
+fn node_table(topo: &Topology, out: &mut String) {
+    let mut devs: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for d in &topo.pci_devices {
+        if let Some(n) = d.numa_node {
+            devs.entry(n).or_default().extend(d.netdevs.iter().chain(&d.blockdevs).cloned());
+        }
+    }
+    let rows: Vec<[String; 6]> = topo
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut cpus = or_dash(&n.cpus.to_list()).to_string();
+            if !n.has_cpu {
+                cpus = "- (memory only)".into();
+            }
+            let (total, free) = match n.memory {
+                Some(m) if n.has_memory => (human_bytes(m.total_bytes), human_bytes(m.free_bytes)),
+                Some(_) => ("0 (no memory)".into(), "-".into()),
+                None => ("?".into(), "?".into()),
+            };
+            let huge: Vec<String> = n
+                .hugepages
+                .iter()
+                .filter(|h| h.total > 0)
+                .map(|h| format!("{}x{}", h.total, short_size(h.size_bytes)))
+                .collect();
+            let d = devs.get(&n.id).map(|v| v.join(",")).unwrap_or_default();
+            [n.id.to_string(), cpus, total, free, or_dash(&huge.join(" ")).to_string(), or_dash(&d).to_string()]
+        })
+        .collect();
+    let header = ["NODE", "CPUS", "MEMORY", "FREE", "HUGEPAGES", "DEVICES"];
+    let mut w = header.map(str::len);
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: [&str; 6]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i == 5 {
+                s.push_str(c);
+            } else if i == 2 || i == 3 {
+                let _ = write!(s, "{:>width$}  ", c, width = w[i]);
+            } else {
+                let _ = write!(s, "{:<width$}  ", c, width = w[i]);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(header));
+    for r in &rows {
+        let _ = writeln!(out, "{}", line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
+    }
+}
+
+fn short_size(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{}G", b >> 30)
+    } else if b >= 1 << 20 {
+        format!("{}M", b >> 20)
+    } else {
+        format!("{}K", b >> 10)
+    }
+}
+
+fn distances(topo: &Topology, out: &mut String) {
+    let src = if topo.has_distances { "firmware SLIT" } else { "none given; kernel defaults" };
+    let _ = writeln!(out, "Distances ({src}):");
+    let ids: Vec<u32> = topo.nodes.iter().map(|n| n.id).collect();
+    if ids.len() <= MATRIX_MAX_NODES {
+        let w = ids
+            .iter()
+            .map(|i| i.to_string().len())
+            .chain(topo.distances.iter().flatten().map(|d| d.to_string().len()))
+            .max()
+            .unwrap_or(2)
+            .max(2);
+        let _ = write!(out, "{:>w$} ", "", w = w + 2);
+        for i in &ids {
+            let _ = write!(out, " {i:>w$}");
+        }
+        out.push('\n');
+        for (i, row) in ids.iter().zip(&topo.distances) {
+            let _ = write!(out, "  {i:>w$} ");
+            for d in row {
+                let _ = write!(out, " {d:>w$}");
+            }
+            out.push('\n');
+        }
+    } else {
+        // One line per node: the other nodes grouped by distance.
+        for (i, row) in ids.iter().zip(&topo.distances) {
+            let mut by: BTreeMap<u32, CpuSet> = BTreeMap::new();
+            for (j, d) in ids.iter().zip(row) {
+                if j != i {
+                    by.entry(*d).or_default().insert(*j);
+                }
+            }
+            let parts: Vec<String> = by.iter().map(|(d, s)| format!("{d}: {}", s.to_list())).collect();
+            let _ = writeln!(out, "  node {i:>3} -> {}", parts.join("; "));
+        }
+    }
+}
+
+fn packages(topo: &Topology, out: &mut String) {
+    if topo.packages.is_empty() {
+        return;
+    }
+    out.push_str("Packages -> nodes -> cores -> CPUs:\n");
+    for p in &topo.packages {
+        let _ = write!(out, "  package {}:", p.id);
+        let mut first = true;
+        for n in &topo.nodes {
+            let cpus = n.cpus.intersection(&p.cpus);
+            if cpus.is_empty() {
+                continue;
+            }
+            let mut cores: Vec<&CpuSet> = topo
+                .cpus
+                .iter()
+                .filter(|c| c.online && cpus.contains(c.id))
+                .map(|c| &c.siblings)
+                .collect();
+            cores.sort();
+            cores.dedup();
+            let threads = if cores.is_empty() { 0 } else { cpus.len() / cores.len() };
+            let indent = if first { " " } else { "             " };
+            first = false;
+            let _ = writeln!(
+                out,
+                "{indent}node {}: {} core{} x {} thread{}, CPUs {}",
+                n.id,
+                cores.len(),
+                plural(cores.len()),
+                threads,
+                plural(threads),
+                cpus.to_list()
+            );
+        }
+        if first {
+            let _ = writeln!(out, " CPUs {}", p.cpus.to_list());
+        }
+    }
+}
+
+fn caches(topo: &Topology, out: &mut String) {
+    let mut groups: BTreeMap<(u32, String, Option<u64>, usize), usize> = BTreeMap::new();
+    for c in &topo.caches {
+        *groups.entry((c.level, c.kind.clone(), c.size_bytes, c.cpus.len())).or_default() += 1;
+    }
+    if groups.is_empty() {
+        return;
+    }
+    out.push_str("Caches:\n");
+    for ((level, kind, size, shared), count) in groups {
+        let k = match kind.as_str() {
+            "Data" => "d",
+            "Instruction" => "i",
+            _ => "",
+        };
+        let size = size.map_or("?".to_string(), human_bytes);
+        let _ = writeln!(out, "  L{level}{k} {size} x {count} (each shared by {shared} CPU{})", plural(shared));
+    }
+}

@@ -1,0 +1,354 @@
+//! The one way numakit reads `/sys` and `/proc`: [`SysRoot`], a reader
+//! relative to a root folder (`/` on a live system, a dump of a real
+//! machine in tests, like hwloc's `HWLOC_FSROOT`).
+//!
+//! It owns the quirks of kernel files: text ending in `"\n\0"`, empty files,
+//! files the kernel may omit (missing is `Ok(None)`, never an error) and
+//! files that cannot be read (an error naming the file). It never decides
+//! anything and never writes.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::sets::{IdSet, Kind};
+
+/// Environment variable that selects another root (like `--sysroot`).
+pub const SYSROOT_ENV: &str = "NUMAKIT_SYSROOT";
+
+/// A failure to read or understand a kernel file.
+#[derive(Debug, thiserror::Error)]
+pub enum SysError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// Full path of the file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The file was read but its content is not what the kernel writes.
+    #[error("{path}: {problem}")]
+    Invalid {
+        /// Full path of the file.
+        path: PathBuf,
+        /// What is wrong, quoting the bad value.
+        problem: String,
+    },
+    /// The root is not a Linux file-system root.
+    #[error("{root} is not a Linux system root: {problem}")]
+    NotARoot {
+        /// The root given.
+        root: PathBuf,
+        /// What is missing.
+        problem: String,
+    },
+}
+
+/// Reader of kernel files below a root folder.
+#[derive(Debug, Clone)]
+pub struct SysRoot {
+    root: PathBuf,
+}
+
+impl Default for SysRoot {
+    fn default() -> Self {
+        Self::live()
+    }
+}
+
+impl SysRoot {
+    /// The running system (`/`).
+    pub fn live() -> Self {
+        Self { root: PathBuf::from("/") }
+    }
+
+    /// The root named by `NUMAKIT_SYSROOT`, else the live system.
+    pub fn from_env() -> Self {
+        match std::env::var_os(SYSROOT_ENV) {
+            Some(v) if !v.is_empty() => Self::at(PathBuf::from(v)),
+            _ => Self::live(),
+        }
+    }
+
+    /// A root folder holding `sys/` and `proc/` (a dump). The folder is not
+    /// checked here; see [`SysRoot::check`].
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether this is the running system (so placement may act on it).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// Fails with a clear message unless the root looks like a Linux root
+    /// (a `sys/devices/system/cpu` folder).
+    pub fn check(&self) -> Result<(), SysError> {
+        if !self.root.is_dir() {
+            return Err(SysError::NotARoot { root: self.root.clone(), problem: "no such folder".into() });
+        }
+        if !self.path("sys/devices/system/cpu").is_dir() {
+            return Err(SysError::NotARoot {
+                root: self.root.clone(),
+                problem: "it has no sys/devices/system/cpu folder".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Full path of `rel` (a path like `sys/devices/system/node/online`).
+    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let rel = rel.as_ref();
+        let rel = rel.strip_prefix("/").unwrap_or(rel);
+        self.root.join(rel)
+    }
+
+    /// Reads a whole file as text, without trailing whitespace and NULs.
+    /// `Ok(None)` if the file (or a folder on its path) does not exist.
+    pub fn read(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysError> {
+        let path = self.path(rel);
+        match fs::read(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                Ok(Some(text.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string()))
+            }
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(source) => Err(SysError::Io { path, source }),
+        }
+    }
+
+    /// Like [`SysRoot::read`], treating an empty file as missing.
+    pub fn read_nonempty(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysError> {
+        Ok(self.read(rel)?.filter(|s| !s.is_empty()))
+    }
+
+    /// Reads a file holding one integer (decimal, or hex with `0x`).
+    pub fn read_u64(&self, rel: impl AsRef<Path>) -> Result<Option<u64>, SysError> {
+        let rel = rel.as_ref();
+        match self.read_nonempty(rel)? {
+            None => Ok(None),
+            Some(t) => parse_u64(&t).map(Some).ok_or_else(|| self.invalid(rel, format!("\"{t}\" is not a number"))),
+        }
+    }
+
+    /// Reads a file holding one signed integer (like `numa_node`, `-1`).
+    pub fn read_i64(&self, rel: impl AsRef<Path>) -> Result<Option<i64>, SysError> {
+        let rel = rel.as_ref();
+        match self.read_nonempty(rel)? {
+            None => Ok(None),
+            Some(t) => t.trim().parse().map(Some).map_err(|_| self.invalid(rel, format!("\"{t}\" is not a number"))),
+        }
+    }
+
+    /// Reads a file in the kernel list syntax (`cpulist`, `online`, ...).
+    /// An empty file is the empty set.
+    pub fn read_list<K: Kind>(&self, rel: impl AsRef<Path>) -> Result<Option<IdSet<K>>, SysError> {
+        let rel = rel.as_ref();
+        match self.read(rel)? {
+            None => Ok(None),
+            Some(t) => IdSet::parse_list(&t).map(Some).map_err(|e| self.invalid(rel, e.to_string())),
+        }
+    }
+
+    /// Reads a file holding a hex mask (`cpumap`, `shared_cpu_map`).
+    /// An empty file is the empty set.
+    pub fn read_mask<K: Kind>(&self, rel: impl AsRef<Path>) -> Result<Option<IdSet<K>>, SysError> {
+        let rel = rel.as_ref();
+        match self.read(rel)? {
+            None => Ok(None),
+            Some(t) if t.is_empty() => Ok(Some(IdSet::new())),
+            Some(t) => IdSet::parse_mask(&t).map(Some).map_err(|e| self.invalid(rel, e.to_string())),
+        }
+    }
+
+    /// Reads the list file `list_rel`, or the mask file `mask_rel` when the
+    /// list is missing (older kernels and some dumps only have masks).
+    pub fn read_list_or_mask<K: Kind>(
+        &self,
+        list_rel: impl AsRef<Path>,
+        mask_rel: impl AsRef<Path>,
+    ) -> Result<Option<IdSet<K>>, SysError> {
+        match self.read_list(list_rel)? {
+            Some(s) => Ok(Some(s)),
+            None => self.read_mask(mask_rel),
+        }
+    }
+
+    /// Names in a folder, sorted; `Ok(None)` if the folder is missing.
+    pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<String>>, SysError> {
+        let path = self.path(rel);
+        let rd = match fs::read_dir(&path) {
+            Ok(rd) => rd,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(source) => return Err(SysError::Io { path, source }),
+        };
+        let mut names = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|source| SysError::Io { path: path.clone(), source })?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(Some(names))
+    }
+
+    /// Ids of entries named `PREFIX<number>` in a folder (`node0`, `cpu12`,
+    /// `index3`), sorted numerically; empty if the folder is missing.
+    pub fn numbered_entries(&self, rel: impl AsRef<Path>, prefix: &str) -> Result<Vec<u32>, SysError> {
+        let mut ids: Vec<u32> = self
+            .list_dir(rel)?
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| n.strip_prefix(prefix))
+            .filter(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+            .filter_map(|rest| rest.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Target of a symbolic link, as written (relative or absolute).
+    pub fn read_link(&self, rel: impl AsRef<Path>) -> Result<Option<PathBuf>, SysError> {
+        let path = self.path(rel);
+        match fs::read_link(&path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if is_missing(&e) || e.kind() == io::ErrorKind::InvalidInput => Ok(None),
+            Err(source) => Err(SysError::Io { path, source }),
+        }
+    }
+
+    /// Whether `rel` exists (file, folder or link).
+    pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
+        self.path(rel).symlink_metadata().is_ok()
+    }
+
+    /// An [`SysError::Invalid`] for `rel`.
+    pub fn invalid(&self, rel: impl AsRef<Path>, problem: impl Into<String>) -> SysError {
+        SysError::Invalid { path: self.path(rel), problem: problem.into() }
+    }
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
+/// Parses a decimal or `0x` hex integer.
+pub fn parse_u64(t: &str) -> Option<u64> {
+    let t = t.trim();
+    match t.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// Parses `Key: value [kB]` lines (`/proc/meminfo`, node `meminfo` whose
+/// lines start with `Node N `, `/proc/PID/status`) into (key, number)
+/// pairs; values with a `kB` unit are returned in bytes.
+pub fn parse_kv_lines(text: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        // Node meminfo: "Node 0 MemTotal:  123 kB"
+        let line = match line.strip_prefix("Node ") {
+            Some(rest) => rest.split_once(' ').map_or(rest, |(_, r)| r),
+            None => line,
+        };
+        let Some((key, val)) = line.split_once(':') else { continue };
+        let mut parts = val.split_whitespace();
+        let Some(num) = parts.next().and_then(parse_u64) else { continue };
+        let bytes = match parts.next() {
+            Some("kB") => num.saturating_mul(1024),
+            _ => num,
+        };
+        out.push((key.trim().to_string(), bytes));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sets::CpuSet;
+
+    fn root_with(files: &[(&str, &[u8])]) -> (tempfile::TempDir, SysRoot) {
+        let d = tempfile::tempdir().expect("tempdir");
+        for (rel, content) in files {
+            let p = d.path().join(rel);
+            fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            fs::write(p, content).expect("write");
+        }
+        let r = SysRoot::at(d.path());
+        (d, r)
+    }
+
+    #[test]
+    fn trailing_newline_and_nul_are_stripped() {
+        let (_d, r) = root_with(&[("sys/a", b"0-3\n\0"), ("sys/e", b""), ("sys/m", b"0000000f\n\0")]);
+        assert_eq!(r.read("sys/a").expect("read").as_deref(), Some("0-3"));
+        assert_eq!(r.read_list::<crate::sets::Cpu>("sys/a").expect("l"), Some(CpuSet::first_n(4)));
+        assert_eq!(r.read_mask::<crate::sets::Cpu>("sys/m").expect("m"), Some(CpuSet::first_n(4)));
+        assert_eq!(r.read("sys/e").expect("read").as_deref(), Some(""));
+        assert_eq!(r.read_nonempty("sys/e").expect("read"), None);
+        assert_eq!(r.read_list::<crate::sets::Cpu>("sys/e").expect("l"), Some(CpuSet::new()));
+    }
+
+    #[test]
+    fn missing_is_none_not_error() {
+        let (_d, r) = root_with(&[("sys/a", b"1")]);
+        assert_eq!(r.read("sys/none").expect("ok"), None);
+        assert_eq!(r.read("sys/a/under_a_file").expect("ok"), None);
+        assert_eq!(r.list_dir("sys/nodir").expect("ok"), None);
+        assert!(r.numbered_entries("sys/nodir", "node").expect("ok").is_empty());
+    }
+
+    #[test]
+    fn unreadable_is_an_error_naming_the_file() {
+        // A folder where a file is expected gives EISDIR, which root cannot bypass.
+        let (_d, r) = root_with(&[("sys/dir/x", b"1")]);
+        let e = r.read("sys/dir").unwrap_err().to_string();
+        assert!(e.starts_with("cannot read ") && e.contains("sys/dir"), "{e}");
+    }
+
+    #[test]
+    fn invalid_content_names_file_and_value() {
+        let (_d, r) = root_with(&[("sys/n", b"abc\n"), ("sys/l", b"3-1\n")]);
+        let e = r.read_u64("sys/n").unwrap_err().to_string();
+        assert!(e.contains("sys/n") && e.contains("\"abc\""), "{e}");
+        let e = r.read_list::<crate::sets::Cpu>("sys/l").unwrap_err().to_string();
+        assert!(e.contains("sys/l") && e.contains("backwards"), "{e}");
+    }
+
+    #[test]
+    fn numbered_entries_sorted_numerically() {
+        let (_d, r) = root_with(&[
+            ("sys/node/node10/x", b""),
+            ("sys/node/node2/x", b""),
+            ("sys/node/node0/x", b""),
+            ("sys/node/nodefoo/x", b""),
+            ("sys/node/possible", b""),
+        ]);
+        assert_eq!(r.numbered_entries("sys/node", "node").expect("ok"), vec![0, 2, 10]);
+    }
+
+    #[test]
+    fn check_rejects_non_roots() {
+        let (d, r) = root_with(&[("etc/x", b"")]);
+        let e = r.check().unwrap_err().to_string();
+        assert!(e.contains("not a Linux system root") && e.contains("sys/devices/system/cpu"), "{e}");
+        let missing = SysRoot::at(d.path().join("nope"));
+        assert!(missing.check().unwrap_err().to_string().contains("no such folder"));
+    }
+
+    #[test]
+    fn kv_lines() {
+        let kv = parse_kv_lines("Node 0 MemTotal:       8386704 kB\nNode 0 HugePages_Total:     3\nbad line\n");
+        assert_eq!(kv, vec![("MemTotal".to_string(), 8386704 * 1024), ("HugePages_Total".to_string(), 3)]);
+        let kv = parse_kv_lines("MemFree:  12 kB\n");
+        assert_eq!(kv, vec![("MemFree".to_string(), 12 * 1024)]);
+    }
+}

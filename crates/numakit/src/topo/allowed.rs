@@ -1,0 +1,66 @@
+//! What the calling process may use: `Cpus_allowed_list` and
+//! `Mems_allowed_list` of `/proc/self/status`. Dumps of real machines often
+//! lack that file but keep the cpuset or cgroup files; then the cpuset of
+//! `/proc/self/cpuset` (or `/proc/self/cgroup`) under the cpuset mount found
+//! in `/proc/mounts` is read, as hwloc does.
+
+use super::{Allowed, Node};
+use crate::sets::{CpuSet, NodeSet};
+use crate::sys::{SysError, SysRoot};
+
+/// Reads the allowed CPUs and nodes.
+pub(super) fn read_allowed(sys: &SysRoot, online: &CpuSet, nodes: &[Node]) -> Result<Allowed, SysError> {
+    let all_nodes: NodeSet = nodes.iter().map(|n| n.id).collect();
+    if let Some(status) = sys.read("proc/self/status")? {
+        let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+        if let (Some(c), Some(m)) = (field("Cpus_allowed_list:"), field("Mems_allowed_list:")) {
+            let cpus = CpuSet::parse_list(c).map_err(|e| sys.invalid("proc/self/status", e.to_string()))?;
+            let nodes = NodeSet::parse_list(m).map_err(|e| sys.invalid("proc/self/status", e.to_string()))?;
+            return Ok(Allowed { cpus, nodes, from: "/proc/self/status".into() });
+        }
+    }
+    if let Some((cpus_rel, mems_rel)) = cgroup_files(sys)? {
+        let cpus = sys.read_list::<crate::sets::Cpu>(&cpus_rel)?;
+        let mems = sys.read_list::<crate::sets::Node>(&mems_rel)?;
+        if let (Some(c), Some(m)) = (cpus, mems) {
+            if !c.is_empty() && !m.is_empty() {
+                return Ok(Allowed { cpus: c.intersection(online), nodes: m, from: format!("/{cpus_rel}") });
+            }
+        }
+    }
+    Ok(Allowed { cpus: online.clone(), nodes: all_nodes, from: "unrestricted".into() })
+}
+
+/// Finds the cpuset files of the calling process from `/proc/mounts` and
+/// `/proc/self/cpuset` or `/proc/self/cgroup`, relative to the root.
+fn cgroup_files(sys: &SysRoot) -> Result<Option<(String, String)>, SysError> {
+    let Some(mounts) = sys.read("proc/mounts")? else { return Ok(None) };
+    let path = match sys.read_nonempty("proc/self/cpuset")? {
+        Some(p) => p,
+        None => match sys.read("proc/self/cgroup")? {
+            Some(cg) => match cg.lines().find_map(|l| l.strip_prefix("0::")) {
+                Some(p) => p.to_string(),
+                None => return Ok(None),
+            },
+            None => return Ok(None),
+        },
+    };
+    let path = path.trim().trim_start_matches('/');
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [_, mnt, fstype, opts, ..] = f[..] else { continue };
+        let (cpus, mems) = match fstype {
+            "cpuset" => ("cpus", "mems"),
+            "cgroup" if opts.split(',').any(|o| o == "cpuset") => ("cpuset.cpus", "cpuset.mems"),
+            "cgroup2" => ("cpuset.cpus.effective", "cpuset.mems.effective"),
+            _ => continue,
+        };
+        let mnt = mnt.trim_start_matches('/');
+        let dir = if path.is_empty() { mnt.to_string() } else { format!("{mnt}/{path}") };
+        let c = format!("{dir}/{cpus}");
+        if sys.exists(&c) {
+            return Ok(Some((c, format!("{dir}/{mems}"))));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,321 @@
+//! The machine model: NUMA nodes, CPUs, packages, caches, distances,
+//! memory, HMAT attributes, memory tiers, PCI devices, and what the calling
+//! process may use.
+//!
+//! [`Topology::read`] builds it from a [`SysRoot`] (the live system or a
+//! dump); the model itself is plain data that decisions read and
+//! presenters print. Node ids may be sparse (0, 2, 5): nodes are kept in a
+//! vector sorted by id and looked up with [`Topology::node`], never indexed
+//! by id. This module reads; it never changes the system.
+
+mod allowed;
+mod cpus;
+mod devices;
+mod nodes;
+
+use serde::Serialize;
+
+use crate::sets::{CpuSet, NodeSet};
+use crate::sys::{SysError, SysRoot};
+
+pub use devices::{device_pci_address, is_pci_address, PciDevice};
+
+/// Where a topology came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// The root it was read from (`/` for the running system).
+    pub sysroot: String,
+    /// Whether it describes the running system. A topology read from a dump
+    /// must never be used to bind anything.
+    pub live: bool,
+}
+
+/// Memory of one node, from `nodeN/meminfo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NodeMemory {
+    /// `MemTotal`.
+    pub total_bytes: u64,
+    /// `MemFree`.
+    pub free_bytes: u64,
+    /// `MemUsed` (the kernel's own figure, total - free).
+    pub used_bytes: u64,
+}
+
+/// Huge pages of one size on one node
+/// (`nodeN/hugepages/hugepages-<size>kB/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HugePages {
+    /// Page size in bytes.
+    pub size_bytes: u64,
+    /// `nr_hugepages`.
+    pub total: u64,
+    /// `free_hugepages`.
+    pub free: u64,
+    /// `surplus_hugepages`.
+    pub surplus: u64,
+}
+
+/// One HMAT access class of a memory node (`nodeN/accessK/initiators/`):
+/// the performance seen from the best initiators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessClass {
+    /// K in `accessK` (0: any initiator, 1: CPU initiators).
+    pub class: u32,
+    /// Initiator nodes (links `initiators/nodeN`).
+    pub initiators: NodeSet,
+    /// `read_latency`, nanoseconds.
+    pub read_latency_ns: Option<u64>,
+    /// `write_latency`, nanoseconds.
+    pub write_latency_ns: Option<u64>,
+    /// `read_bandwidth`, MiB/s.
+    pub read_bandwidth_mbps: Option<u64>,
+    /// `write_bandwidth`, MiB/s.
+    pub write_bandwidth_mbps: Option<u64>,
+}
+
+/// A NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Node {
+    /// The kernel's node id (may be sparse).
+    pub id: u32,
+    /// CPUs of the node (`cpulist`, or `cpumap` where the list is missing),
+    /// offline ones included, as the kernel lists them.
+    pub cpus: CpuSet,
+    /// Memory figures; `None` when the kernel gives no `meminfo`.
+    pub memory: Option<NodeMemory>,
+    /// Huge pages of every size the node offers.
+    pub hugepages: Vec<HugePages>,
+    /// The node has CPUs (`has_cpu`, or non-empty `cpus` when the state
+    /// file is missing).
+    pub has_cpu: bool,
+    /// The node has memory (`has_memory`, or non-zero `MemTotal`).
+    pub has_memory: bool,
+    /// The node is online (`node/online`; assumed when missing).
+    pub online: bool,
+    /// Firmware (SLIT) distances to every node, in the order of
+    /// [`Topology::nodes`].
+    pub distances: Vec<u32>,
+    /// HMAT access classes, where the kernel exposes them.
+    pub access: Vec<AccessClass>,
+    /// Memory tier id (`memory_tiering/memory_tierN`), where present.
+    pub memory_tier: Option<u32>,
+}
+
+/// A logical CPU (a PU in hwloc's words).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cpu {
+    /// Logical CPU id.
+    pub id: u32,
+    /// Whether it is online.
+    pub online: bool,
+    /// Node it belongs to.
+    pub node: Option<u32>,
+    /// `physical_package_id`.
+    pub package: Option<u32>,
+    /// `die_id`.
+    pub die: Option<u32>,
+    /// `cluster_id`, where the kernel has it.
+    pub cluster: Option<u32>,
+    /// `core_id` (unique only within a package).
+    pub core: Option<u32>,
+    /// SMT siblings including itself (`thread_siblings_list`).
+    pub siblings: CpuSet,
+}
+
+/// A processor package (socket).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Package {
+    /// `physical_package_id`.
+    pub id: u32,
+    /// Its online CPUs.
+    pub cpus: CpuSet,
+    /// Nodes holding its CPUs.
+    pub nodes: NodeSet,
+    /// Number of cores (distinct SMT sibling groups).
+    pub cores: usize,
+}
+
+/// A CPU cache shared by a set of CPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cache {
+    /// 1, 2, 3, ...
+    pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    pub kind: String,
+    /// Size in bytes.
+    pub size_bytes: Option<u64>,
+    /// `coherency_line_size`.
+    pub line_bytes: Option<u64>,
+    /// CPUs sharing it (`shared_cpu_list`).
+    pub cpus: CpuSet,
+}
+
+/// What the calling process may use (its cpuset / cgroup).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Allowed {
+    /// `Cpus_allowed_list`.
+    pub cpus: CpuSet,
+    /// `Mems_allowed_list`.
+    pub nodes: NodeSet,
+    /// Where these came from (`/proc/self/status`, a cgroup file, or
+    /// `unrestricted` when the root says nothing).
+    pub from: String,
+}
+
+/// The whole machine model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Topology {
+    /// Where it was read.
+    pub source: Source,
+    /// `cpu/possible`.
+    pub possible_cpus: CpuSet,
+    /// `cpu/online`.
+    pub online_cpus: CpuSet,
+    /// Possible CPUs that are not online.
+    pub offline_cpus: CpuSet,
+    /// Nodes sorted by id.
+    pub nodes: Vec<Node>,
+    /// The SLIT distance matrix; rows and columns in the order of `nodes`.
+    /// Asymmetric matrices are kept as the firmware gives them.
+    pub distances: Vec<Vec<u32>>,
+    /// Whether the kernel gave distances (`false`: the matrix is the
+    /// default 10 local / 20 remote that the kernel assumes).
+    pub has_distances: bool,
+    /// Every CPU in `cpu/possible` (or found in sysfs), sorted by id.
+    pub cpus: Vec<Cpu>,
+    /// Packages sorted by id.
+    pub packages: Vec<Package>,
+    /// Caches, deduplicated, sorted by level, kind and first CPU.
+    pub caches: Vec<Cache>,
+    /// PCI devices with their node and the network and block devices on
+    /// them, sorted by address.
+    pub pci_devices: Vec<PciDevice>,
+    /// What the calling process may use.
+    pub allowed: Allowed,
+    /// Whether `sys/devices/system/node` exists (else the machine is shown
+    /// as a single node holding every CPU).
+    pub numa_info: bool,
+}
+
+impl Topology {
+    /// Reads the whole model from `sys`.
+    pub fn read(sys: &SysRoot) -> Result<Self, SysError> {
+        sys.check()?;
+        let cpuset = cpus::read_cpu_sets(sys)?;
+        let (numa_info, mut nodes) = nodes::read_nodes(sys, &cpuset.possible)?;
+        let (distances, has_distances) = nodes::read_distances(sys, &mut nodes, numa_info)?;
+        let cpus = cpus::read_cpus(sys, &cpuset, &nodes)?;
+        let packages = cpus::packages(&cpus);
+        let caches = cpus::read_caches(sys, &cpuset.online)?;
+        let pci_devices = devices::read_pci(sys)?;
+        let allowed = allowed::read_allowed(sys, &cpuset.online, &nodes)?;
+        Ok(Topology {
+            source: Source { sysroot: sys.root().display().to_string(), live: sys.is_live() },
+            offline_cpus: cpuset.possible.difference(&cpuset.online),
+            possible_cpus: cpuset.possible,
+            online_cpus: cpuset.online,
+            nodes,
+            distances,
+            has_distances,
+            cpus,
+            packages,
+            caches,
+            pci_devices,
+            allowed,
+            numa_info,
+        })
+    }
+
+    /// Only what `numactl --hardware` and `run` need: node CPUs, memory and
+    /// distances. Cheaper than [`Topology::read`]: no per-CPU, cache or PCI
+    /// scan (the launch path must stay as fast as numactl's).
+    pub fn read_nodes_only(sys: &SysRoot) -> Result<Self, SysError> {
+        sys.check()?;
+        let cpuset = cpus::read_cpu_sets(sys)?;
+        let (numa_info, mut nodes) = nodes::read_nodes(sys, &cpuset.possible)?;
+        let (distances, has_distances) = nodes::read_distances(sys, &mut nodes, numa_info)?;
+        let allowed = allowed::read_allowed(sys, &cpuset.online, &nodes)?;
+        Ok(Topology {
+            source: Source { sysroot: sys.root().display().to_string(), live: sys.is_live() },
+            offline_cpus: cpuset.possible.difference(&cpuset.online),
+            possible_cpus: cpuset.possible,
+            online_cpus: cpuset.online,
+            nodes,
+            distances,
+            has_distances,
+            cpus: Vec::new(),
+            packages: Vec::new(),
+            caches: Vec::new(),
+            pci_devices: Vec::new(),
+            allowed,
+            numa_info,
+        })
+    }
+
+    /// The node with id `id`.
+    pub fn node(&self, id: u32) -> Option<&Node> {
+        self.nodes.binary_search_by_key(&id, |n| n.id).ok().map(|i| &self.nodes[i])
+    }
+
+    /// Position of node `id` in [`Topology::nodes`] (and in distance rows).
+    pub fn node_index(&self, id: u32) -> Option<usize> {
+        self.nodes.binary_search_by_key(&id, |n| n.id).ok()
+    }
+
+    /// All node ids.
+    pub fn node_ids(&self) -> NodeSet {
+        self.nodes.iter().map(|n| n.id).collect()
+    }
+
+    /// Nodes that have memory.
+    pub fn memory_nodes(&self) -> NodeSet {
+        self.nodes.iter().filter(|n| n.has_memory).map(|n| n.id).collect()
+    }
+
+    /// Nodes that have CPUs.
+    pub fn cpu_nodes(&self) -> NodeSet {
+        self.nodes.iter().filter(|n| n.has_cpu).map(|n| n.id).collect()
+    }
+
+    /// SLIT distance from node `a` to node `b`.
+    pub fn distance(&self, a: u32, b: u32) -> Option<u32> {
+        let (i, j) = (self.node_index(a)?, self.node_index(b)?);
+        self.distances.get(i)?.get(j).copied()
+    }
+
+    /// The CPU with id `id`.
+    pub fn cpu(&self, id: u32) -> Option<&Cpu> {
+        self.cpus.binary_search_by_key(&id, |c| c.id).ok().map(|i| &self.cpus[i])
+    }
+
+    /// The node a CPU belongs to.
+    pub fn node_of_cpu(&self, cpu: u32) -> Option<u32> {
+        self.nodes.iter().find(|n| n.cpus.contains(cpu)).map(|n| n.id)
+    }
+
+    /// CPUs of a set of nodes.
+    pub fn cpus_of_nodes(&self, nodes: &NodeSet) -> CpuSet {
+        self.nodes.iter().filter(|n| nodes.contains(n.id)).fold(CpuSet::new(), |acc, n| acc.union(&n.cpus))
+    }
+
+    /// Nodes holding any CPU of `cpus`.
+    pub fn nodes_of_cpus(&self, cpus: &CpuSet) -> NodeSet {
+        self.nodes.iter().filter(|n| n.cpus.intersects(cpus)).map(|n| n.id).collect()
+    }
+
+    /// Total memory of all nodes.
+    pub fn total_memory_bytes(&self) -> u64 {
+        self.nodes.iter().filter_map(|n| n.memory).map(|m| m.total_bytes).sum()
+    }
+
+    /// Number of cores: distinct SMT sibling groups among online CPUs.
+    pub fn core_count(&self) -> usize {
+        let mut groups: Vec<&CpuSet> = self.cpus.iter().filter(|c| c.online).map(|c| &c.siblings).collect();
+        groups.sort();
+        groups.dedup();
+        groups.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,160 @@
+//! NUMA nodes from `sys/devices/system/node`: CPUs, memory, huge pages,
+//! state, distances, HMAT access classes and memory tiers.
+
+use std::collections::BTreeMap;
+
+use super::{AccessClass, HugePages, Node, NodeMemory};
+use crate::sets::{CpuSet, NodeSet};
+use crate::sys::{parse_kv_lines, SysError, SysRoot};
+
+const NODE_DIR: &str = "sys/devices/system/node";
+const TIER_DIR: &str = "sys/devices/virtual/memory_tiering";
+
+/// Reads every node. Without a node folder the machine is one node 0
+/// holding every CPU, with the memory of `/proc/meminfo`.
+pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet) -> Result<(bool, Vec<Node>), SysError> {
+    let ids = sys.numbered_entries(NODE_DIR, "node")?;
+    if ids.is_empty() {
+        let memory = read_meminfo(sys, "proc/meminfo")?;
+        let hugepages = read_hugepages(sys, "sys/kernel/mm/hugepages")?;
+        let node = Node {
+            id: 0,
+            cpus: possible_cpus.clone(),
+            has_cpu: !possible_cpus.is_empty(),
+            has_memory: memory.is_none_or(|m| m.total_bytes > 0),
+            memory,
+            hugepages,
+            online: true,
+            distances: vec![10],
+            access: Vec::new(),
+            memory_tier: None,
+        };
+        return Ok((false, vec![node]));
+    }
+    let state = |name: &str| -> Result<Option<NodeSet>, SysError> { sys.read_list(format!("{NODE_DIR}/{name}")) };
+    let has_cpu = state("has_cpu")?;
+    let has_memory = state("has_memory")?;
+    let online = state("online")?;
+    let tiers = read_tiers(sys)?;
+    let mut nodes = Vec::with_capacity(ids.len());
+    for id in ids {
+        let d = format!("{NODE_DIR}/node{id}");
+        let cpus = sys.read_list_or_mask(format!("{d}/cpulist"), format!("{d}/cpumap"))?.unwrap_or_default();
+        let memory = read_meminfo(sys, &format!("{d}/meminfo"))?;
+        nodes.push(Node {
+            id,
+            has_cpu: has_cpu.as_ref().map_or(!cpus.is_empty(), |s| s.contains(id)),
+            has_memory: has_memory.as_ref().map_or(memory.is_some_and(|m| m.total_bytes > 0), |s| s.contains(id)),
+            online: online.as_ref().is_none_or(|s| s.contains(id)),
+            cpus,
+            memory,
+            hugepages: read_hugepages(sys, &format!("{d}/hugepages"))?,
+            distances: Vec::new(),
+            access: read_access(sys, &d)?,
+            memory_tier: tiers.get(&id).copied(),
+        });
+    }
+    Ok((true, nodes))
+}
+
+fn read_meminfo(sys: &SysRoot, rel: &str) -> Result<Option<NodeMemory>, SysError> {
+    let Some(text) = sys.read(rel)? else { return Ok(None) };
+    let kv: BTreeMap<String, u64> = parse_kv_lines(&text).into_iter().collect();
+    let Some(&total) = kv.get("MemTotal") else {
+        return Err(sys.invalid(rel, "no MemTotal line"));
+    };
+    let free = kv.get("MemFree").copied().unwrap_or(0);
+    let used = kv.get("MemUsed").copied().unwrap_or(total.saturating_sub(free));
+    Ok(Some(NodeMemory { total_bytes: total, free_bytes: free, used_bytes: used }))
+}
+
+fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysError> {
+    let mut out = Vec::new();
+    for name in sys.list_dir(dir)?.unwrap_or_default() {
+        let Some(kb) = name.strip_prefix("hugepages-").and_then(|s| s.strip_suffix("kB")) else { continue };
+        let Ok(kb) = kb.parse::<u64>() else { continue };
+        let f = |file: &str| sys.read_u64(format!("{dir}/{name}/{file}"));
+        out.push(HugePages {
+            size_bytes: kb * 1024,
+            total: f("nr_hugepages")?.unwrap_or(0),
+            free: f("free_hugepages")?.unwrap_or(0),
+            surplus: f("surplus_hugepages")?.unwrap_or(0),
+        });
+    }
+    out.sort_by_key(|h| h.size_bytes);
+    Ok(out)
+}
+
+fn read_access(sys: &SysRoot, node_dir: &str) -> Result<Vec<AccessClass>, SysError> {
+    let mut out = Vec::new();
+    for class in sys.numbered_entries(node_dir, "access")? {
+        let d = format!("{node_dir}/access{class}/initiators");
+        let initiators = sys.numbered_entries(&d, "node")?.into_iter().collect();
+        let f = |file: &str| sys.read_u64(format!("{d}/{file}"));
+        out.push(AccessClass {
+            class,
+            initiators,
+            read_latency_ns: f("read_latency")?,
+            write_latency_ns: f("write_latency")?,
+            read_bandwidth_mbps: f("read_bandwidth")?,
+            write_bandwidth_mbps: f("write_bandwidth")?,
+        });
+    }
+    Ok(out)
+}
+
+fn read_tiers(sys: &SysRoot) -> Result<BTreeMap<u32, u32>, SysError> {
+    let mut map = BTreeMap::new();
+    for tier in sys.numbered_entries(TIER_DIR, "memory_tier")? {
+        if let Some(nodes) = sys.read_list::<crate::sets::Node>(format!("{TIER_DIR}/memory_tier{tier}/nodelist"))? {
+            for n in nodes.iter() {
+                map.insert(n, tier);
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// Reads each node's `distance` row into `nodes[i].distances` and returns
+/// the matrix. Row entries map, in order, onto the node ids in increasing
+/// order (as the kernel writes them and libnuma reads them). A row whose
+/// length differs from the node count is contradictory data: an error
+/// naming the file. With no distance file at all, the kernel's defaults
+/// (10 local, 20 remote) stand, marked as such.
+pub(super) fn read_distances(
+    sys: &SysRoot,
+    nodes: &mut [Node],
+    numa_info: bool,
+) -> Result<(Vec<Vec<u32>>, bool), SysError> {
+    let n = nodes.len();
+    let mut rows: Vec<Option<Vec<u32>>> = Vec::with_capacity(n);
+    if numa_info {
+        for node in nodes.iter() {
+            let rel = format!("{NODE_DIR}/node{}/distance", node.id);
+            let row = match sys.read_nonempty(&rel)? {
+                None => None,
+                Some(text) => {
+                    let mut row = Vec::with_capacity(n);
+                    for tok in text.split_whitespace() {
+                        row.push(tok.parse::<u32>().map_err(|_| sys.invalid(&rel, format!("\"{tok}\" is not a distance")))?);
+                    }
+                    if row.len() != n {
+                        return Err(sys.invalid(&rel, format!("{} distances for {} nodes", row.len(), n)));
+                    }
+                    Some(row)
+                }
+            };
+            rows.push(row);
+        }
+    }
+    let have_all = numa_info && rows.iter().all(Option::is_some);
+    let matrix: Vec<Vec<u32>> = if have_all {
+        rows.into_iter().flatten().collect()
+    } else {
+        (0..n).map(|i| (0..n).map(|j| if i == j { 10 } else { 20 }).collect()).collect()
+    };
+    for (node, row) in nodes.iter_mut().zip(&matrix) {
+        node.distances = row.clone();
+    }
+    Ok((matrix, have_all))
+}
