@@ -52,6 +52,12 @@ fn numactl_ranges(ids: &[u32]) -> String {
     out
 }
 
+const NOT_AVAILABLE: &str = "<not available>";
+
+fn fmt_mem(bytes: Option<u64>) -> String {
+    bytes.map_or(NOT_AVAILABLE.to_string(), |b| format!("{} MB", b >> 20))
+}
+
 /// Renders `numactl --hardware` for `topo`.
 pub fn render(topo: &Topology) -> String {
     let mut out = String::new();
@@ -59,13 +65,15 @@ pub fn render(topo: &Topology) -> String {
     let _ = writeln!(out, "available: {} nodes ({})", ids.len(), numactl_ranges(&ids));
     for n in &topo.nodes {
         let _ = write!(out, "node {} cpus:", n.id);
-        for c in n.cpus.iter() {
+        // numactl (libnuma 2.0.16) leaves out CPUs that `cpu/online` omits.
+        let cpus = if topo.online_file { n.cpus.intersection(&topo.online_cpus) } else { n.cpus.clone() };
+        for c in cpus.iter() {
             let _ = write!(out, " {c}");
         }
         out.push('\n');
         let (size, free) = match n.memory {
-            Some(m) => (format!("{} MB", m.total_bytes >> 20), format!("{} MB", m.free_bytes >> 20)),
-            None => ("<not available>".to_string(), "0 MB".to_string()),
+            Some(m) => (format!("{} MB", m.total_bytes >> 20), fmt_mem(m.free_bytes)),
+            None => (NOT_AVAILABLE.to_string(), NOT_AVAILABLE.to_string()),
         };
         let _ = writeln!(out, "node {} size: {size}", n.id);
         let _ = writeln!(out, "node {} free: {free}", n.id);

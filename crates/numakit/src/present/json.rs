@@ -72,10 +72,10 @@ pub struct NodeJson<'a> {
 pub struct MemoryJson {
     /// MemTotal.
     pub total_bytes: u64,
-    /// MemFree.
-    pub free_bytes: u64,
-    /// MemUsed.
-    pub used_bytes: u64,
+    /// MemFree (null: not given).
+    pub free_bytes: Option<u64>,
+    /// MemUsed (null: not given).
+    pub used_bytes: Option<u64>,
 }
 
 /// A CPU.
@@ -95,8 +95,8 @@ pub struct CpuJson {
     pub cluster: Option<u32>,
     /// Core id.
     pub core: Option<u32>,
-    /// SMT siblings including itself.
-    pub siblings: CpuSet,
+    /// SMT siblings including itself (null: unknown).
+    pub siblings: Option<CpuSet>,
 }
 
 /// A package.

@@ -87,7 +87,7 @@ fn node_table(topo: &Topology, out: &mut String) {
                 cpus = "- (memory only)".into();
             }
             let (total, free) = match n.memory {
-                Some(m) if n.has_memory => (human_bytes(m.total_bytes), human_bytes(m.free_bytes)),
+                Some(m) if n.has_memory => (human_bytes(m.total_bytes), m.free_bytes.map_or("?".into(), human_bytes)),
                 Some(_) => ("0 (no memory)".into(), "-".into()),
                 None => ("?".into(), "?".into()),
             };
@@ -193,7 +193,7 @@ fn packages(topo: &Topology, out: &mut String) {
                 .cpus
                 .iter()
                 .filter(|c| c.online && cpus.contains(c.id))
-                .map(|c| &c.siblings)
+                .filter_map(|c| c.siblings.as_ref())
                 .collect();
             cores.sort();
             cores.dedup();

@@ -51,7 +51,13 @@ fn cgroup_files(sys: &SysRoot) -> Result<Option<(String, String)>, SysError> {
         let [_, mnt, fstype, opts, ..] = f[..] else { continue };
         let (cpus, mems) = match fstype {
             "cpuset" => ("cpus", "mems"),
-            "cgroup" if opts.split(',').any(|o| o == "cpuset") => ("cpuset.cpus", "cpuset.mems"),
+            "cgroup" if opts.split(',').any(|o| o == "cpuset") => {
+                if opts.split(',').any(|o| o == "noprefix") {
+                    ("cpus", "mems")
+                } else {
+                    ("cpuset.cpus", "cpuset.mems")
+                }
+            }
             "cgroup2" => ("cpuset.cpus.effective", "cpuset.mems.effective"),
             _ => continue,
         };

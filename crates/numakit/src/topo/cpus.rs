@@ -12,6 +12,7 @@ const CPU_DIR: &str = "sys/devices/system/cpu";
 pub(super) struct CpuSets {
     pub possible: CpuSet,
     pub online: CpuSet,
+    pub online_file: bool,
 }
 
 /// Reads `possible` and `online`, falling back to the `cpuN` folders and
@@ -25,7 +26,9 @@ pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
             _ => dirs.clone(),
         },
     };
-    let online = match sys.read_list(format!("{CPU_DIR}/online"))? {
+    let online_list = sys.read_list(format!("{CPU_DIR}/online"))?;
+    let online_file = online_list.is_some();
+    let online = match online_list {
         Some(o) => o,
         None => {
             let mut o = CpuSet::new();
@@ -39,7 +42,7 @@ pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
         }
     };
     let possible = possible.union(&online);
-    Ok(CpuSets { possible, online })
+    Ok(CpuSets { possible, online, online_file })
 }
 
 fn opt_id(v: Option<i64>) -> Option<u32> {
@@ -47,51 +50,112 @@ fn opt_id(v: Option<i64>) -> Option<u32> {
 }
 
 /// Reads every CPU's topology folder.
+///
+/// Cores and packages are the sets the kernel gives, as hwloc reads them:
+/// a core is the CPU's SMT siblings (`core_cpus_list`/`thread_siblings`)
+/// that share its `core_id` (AMD compute units list two cores as
+/// siblings), a package is its `package_cpus_list`/`core_siblings` set.
+/// Where the kernel gives no such set the field is unknown (`None`), never
+/// guessed.
 pub(super) fn read_cpus(sys: &SysRoot, sets: &CpuSets, nodes: &[Node]) -> Result<Vec<Cpu>, SysError> {
-    let mut out = Vec::with_capacity(sets.possible.len());
+    struct Raw {
+        id: u32,
+        pkg_id: Option<u32>,
+        pkg_set: Option<CpuSet>,
+        core: Option<u32>,
+        siblings: Option<CpuSet>,
+        die: Option<u32>,
+        cluster: Option<u32>,
+    }
+    let mut raw = Vec::with_capacity(sets.possible.len());
     for id in sets.possible.iter() {
         let t = format!("{CPU_DIR}/cpu{id}/topology");
-        let siblings = sys
-            .read_list_or_mask(format!("{t}/thread_siblings_list"), format!("{t}/thread_siblings"))?
-            .or(sys.read_list(format!("{t}/core_cpus_list"))?)
-            .filter(|s| s.contains(id))
-            .unwrap_or_else(|| std::iter::once(id).collect());
-        out.push(Cpu {
+        let siblings = match sys.read_list_or_mask(format!("{t}/core_cpus_list"), format!("{t}/core_cpus"))? {
+            Some(s) => Some(s),
+            None => sys.read_list_or_mask(format!("{t}/thread_siblings_list"), format!("{t}/thread_siblings"))?,
+        }
+        .filter(|s| s.contains(id));
+        let pkg_set = match sys.read_list_or_mask(format!("{t}/package_cpus_list"), format!("{t}/package_cpus"))? {
+            Some(s) => Some(s),
+            None => sys.read_list_or_mask(format!("{t}/core_siblings_list"), format!("{t}/core_siblings"))?,
+        }
+        .filter(|s| s.contains(id));
+        raw.push(Raw {
             id,
-            online: sets.online.contains(id),
-            node: nodes.iter().find(|n| n.cpus.contains(id)).map(|n| n.id),
-            package: opt_id(sys.read_i64(format!("{t}/physical_package_id"))?),
+            pkg_id: opt_id(sys.read_i64(format!("{t}/physical_package_id"))?),
+            pkg_set,
+            core: opt_id(sys.read_i64(format!("{t}/core_id"))?),
+            siblings,
             die: opt_id(sys.read_i64(format!("{t}/die_id"))?),
             cluster: opt_id(sys.read_i64(format!("{t}/cluster_id"))?),
-            core: opt_id(sys.read_i64(format!("{t}/core_id"))?),
+        });
+    }
+    let core_of = |cpu: u32| raw.iter().find(|r| r.id == cpu).and_then(|r| r.core);
+    // Package ids: the physical id where the kernel gives one, else the
+    // package's position among the distinct package sets.
+    let mut pkg_sets: Vec<CpuSet> = raw.iter().filter_map(|r| r.pkg_set.clone()).collect();
+    pkg_sets.sort();
+    pkg_sets.dedup();
+    let mut out = Vec::with_capacity(raw.len());
+    for r in &raw {
+        let siblings = r.siblings.as_ref().map(|s| match r.core {
+            Some(c) => s.iter().filter(|&x| core_of(x).is_none_or(|cx| cx == c)).collect(),
+            None => s.clone(),
+        });
+        let package_cpus = r.pkg_set.clone();
+        let package = match (r.pkg_id, &package_cpus) {
+            (Some(p), _) => Some(p),
+            (None, Some(set)) => pkg_sets.iter().position(|s| s == set).map(|i| i as u32),
+            (None, None) => None,
+        };
+        out.push(Cpu {
+            id: r.id,
+            online: sets.online.contains(r.id),
+            node: nodes.iter().find(|n| n.cpus.contains(r.id)).map(|n| n.id),
+            package,
+            package_cpus,
+            die: r.die,
+            cluster: r.cluster,
+            core: r.core,
             siblings,
         });
     }
     Ok(out)
 }
 
-/// Groups online CPUs by package id.
+/// Groups online CPUs into packages by the kernel's package sets (or by
+/// package id where no set is given).
 pub(super) fn packages(cpus: &[Cpu]) -> Vec<Package> {
-    let mut by_id: BTreeMap<u32, (CpuSet, NodeSet, Vec<CpuSet>)> = BTreeMap::new();
-    for c in cpus.iter().filter(|c| c.online) {
-        let Some(p) = c.package else { continue };
-        let e = by_id.entry(p).or_default();
-        e.0.insert(c.id);
-        if let Some(n) = c.node {
-            e.1.insert(n);
+    let mut by_set: BTreeMap<CpuSet, (u32, CpuSet, NodeSet, Vec<CpuSet>)> = BTreeMap::new();
+    let mut by_id: BTreeMap<u32, CpuSet> = BTreeMap::new();
+    for c in cpus.iter().filter(|c| c.package.is_some() && c.package_cpus.is_none()) {
+        if let Some(p) = c.package {
+            by_id.entry(p).or_default().insert(c.id);
         }
-        // Siblings restricted to the package: a buggy dump may list
-        // siblings across packages.
-        e.2.push(c.siblings.clone());
     }
-    by_id
-        .into_iter()
-        .map(|(id, (cpus, nodes, mut sib))| {
+    for c in cpus.iter().filter(|c| c.online) {
+        let (Some(id), Some(set)) = (c.package, c.package_cpus.clone().or_else(|| c.package.and_then(|p| by_id.get(&p).cloned()))) else {
+            continue;
+        };
+        let e = by_set.entry(set).or_insert_with(|| (id, CpuSet::new(), NodeSet::new(), Vec::new()));
+        e.1.insert(c.id);
+        if let Some(n) = c.node {
+            e.2.insert(n);
+        }
+        if let Some(s) = &c.siblings {
+            e.3.push(s.clone());
+        }
+    }
+    let mut out: Vec<Package> = by_set
+        .into_values()
+        .map(|(id, cpus, nodes, mut sib)| {
             sib.sort();
             sib.dedup();
             Package { id, cpus, nodes, cores: sib.len() }
         })
-        .collect()
+        .collect();
+    out.sort_by_key(|p| (p.id, p.cpus.first()));
+    out
 }
 
 /// Parses a cache `size` file: `32K`, `8192K`, `1M`, or plain bytes.

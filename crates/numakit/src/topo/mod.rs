@@ -35,10 +35,10 @@ pub struct Source {
 pub struct NodeMemory {
     /// `MemTotal`.
     pub total_bytes: u64,
-    /// `MemFree`.
-    pub free_bytes: u64,
-    /// `MemUsed` (the kernel's own figure, total - free).
-    pub used_bytes: u64,
+    /// `MemFree` (`None` when the file has no such line).
+    pub free_bytes: Option<u64>,
+    /// `MemUsed` (the kernel's own figure), else total - free.
+    pub used_bytes: Option<u64>,
 }
 
 /// Huge pages of one size on one node
@@ -110,16 +110,21 @@ pub struct Cpu {
     pub online: bool,
     /// Node it belongs to.
     pub node: Option<u32>,
-    /// `physical_package_id`.
+    /// Package id: `physical_package_id`, or the package's position where
+    /// the kernel gives -1 but a package CPU set.
     pub package: Option<u32>,
+    /// CPUs of its package (`package_cpus_list` / `core_siblings`).
+    pub package_cpus: Option<CpuSet>,
     /// `die_id`.
     pub die: Option<u32>,
     /// `cluster_id`, where the kernel has it.
     pub cluster: Option<u32>,
     /// `core_id` (unique only within a package).
     pub core: Option<u32>,
-    /// SMT siblings including itself (`thread_siblings_list`).
-    pub siblings: CpuSet,
+    /// CPUs of its core, itself included (`core_cpus_list` /
+    /// `thread_siblings_list`, restricted to its `core_id`); `None` when the
+    /// kernel does not say.
+    pub siblings: Option<CpuSet>,
 }
 
 /// A processor package (socket).
@@ -169,8 +174,10 @@ pub struct Topology {
     pub source: Source,
     /// `cpu/possible`.
     pub possible_cpus: CpuSet,
-    /// `cpu/online`.
+    /// `cpu/online` (or, where a dump lacks it, the `cpuN/online` files).
     pub online_cpus: CpuSet,
+    /// Whether `cpu/online` itself exists (numactl only reads that file).
+    pub online_file: bool,
     /// Possible CPUs that are not online.
     pub offline_cpus: CpuSet,
     /// Nodes sorted by id.
@@ -214,6 +221,7 @@ impl Topology {
             offline_cpus: cpuset.possible.difference(&cpuset.online),
             possible_cpus: cpuset.possible,
             online_cpus: cpuset.online,
+            online_file: cpuset.online_file,
             nodes,
             distances,
             has_distances,
@@ -240,6 +248,7 @@ impl Topology {
             offline_cpus: cpuset.possible.difference(&cpuset.online),
             possible_cpus: cpuset.possible,
             online_cpus: cpuset.online,
+            online_file: cpuset.online_file,
             nodes,
             distances,
             has_distances,
@@ -308,9 +317,10 @@ impl Topology {
         self.nodes.iter().filter_map(|n| n.memory).map(|m| m.total_bytes).sum()
     }
 
-    /// Number of cores: distinct SMT sibling groups among online CPUs.
+    /// Number of cores: distinct SMT sibling groups among online CPUs
+    /// (0 when the kernel gives no core information).
     pub fn core_count(&self) -> usize {
-        let mut groups: Vec<&CpuSet> = self.cpus.iter().filter(|c| c.online).map(|c| &c.siblings).collect();
+        let mut groups: Vec<&CpuSet> = self.cpus.iter().filter(|c| c.online).filter_map(|c| c.siblings.as_ref()).collect();
         groups.sort();
         groups.dedup();
         groups.len()

@@ -63,8 +63,8 @@ fn read_meminfo(sys: &SysRoot, rel: &str) -> Result<Option<NodeMemory>, SysError
     let Some(&total) = kv.get("MemTotal") else {
         return Err(sys.invalid(rel, "no MemTotal line"));
     };
-    let free = kv.get("MemFree").copied().unwrap_or(0);
-    let used = kv.get("MemUsed").copied().unwrap_or(total.saturating_sub(free));
+    let free = kv.get("MemFree").copied();
+    let used = kv.get("MemUsed").copied().or(free.map(|f| total.saturating_sub(f)));
     Ok(Some(NodeMemory { total_bytes: total, free_bytes: free, used_bytes: used }))
 }
 
@@ -115,6 +115,28 @@ fn read_tiers(sys: &SysRoot) -> Result<BTreeMap<u32, u32>, SysError> {
     Ok(map)
 }
 
+/// Maps a distance row onto the node folders. The kernel writes one entry
+/// per online node; a dump whose `online`/`possible` list is wider than its
+/// node folders (an offline node without a folder) has longer rows, which
+/// are mapped onto that list and cut to the nodes present. Any other
+/// length is contradictory.
+fn fit_row(sys: &SysRoot, rel: &str, row: Vec<u32>, ids: &[u32]) -> Result<Vec<u32>, SysError> {
+    if row.len() == ids.len() {
+        return Ok(row);
+    }
+    for list in ["online", "possible"] {
+        let Some(wide) = sys.read_list::<crate::sets::Node>(format!("{NODE_DIR}/{list}"))? else { continue };
+        let wide = wide.to_vec();
+        if wide.len() == row.len() && ids.iter().all(|i| wide.contains(i)) {
+            return Ok(ids
+                .iter()
+                .filter_map(|i| wide.iter().position(|w| w == i).map(|p| row[p]))
+                .collect());
+        }
+    }
+    Err(sys.invalid(rel, format!("{} distances for {} nodes", row.len(), ids.len())))
+}
+
 /// Reads each node's `distance` row into `nodes[i].distances` and returns
 /// the matrix. Row entries map, in order, onto the node ids in increasing
 /// order (as the kernel writes them and libnuma reads them). A row whose
@@ -128,6 +150,7 @@ pub(super) fn read_distances(
 ) -> Result<(Vec<Vec<u32>>, bool), SysError> {
     let n = nodes.len();
     let mut rows: Vec<Option<Vec<u32>>> = Vec::with_capacity(n);
+    let ids: Vec<u32> = nodes.iter().map(|x| x.id).collect();
     if numa_info {
         for node in nodes.iter() {
             let rel = format!("{NODE_DIR}/node{}/distance", node.id);
@@ -138,16 +161,15 @@ pub(super) fn read_distances(
                     for tok in text.split_whitespace() {
                         row.push(tok.parse::<u32>().map_err(|_| sys.invalid(&rel, format!("\"{tok}\" is not a distance")))?);
                     }
-                    if row.len() != n {
-                        return Err(sys.invalid(&rel, format!("{} distances for {} nodes", row.len(), n)));
-                    }
-                    Some(row)
+                    Some(fit_row(sys, &rel, row, &ids)?)
                 }
             };
             rows.push(row);
         }
     }
-    let have_all = numa_info && rows.iter().all(Option::is_some);
+    // SLIT distances are at least 10 (10 = local); a 0 means the firmware
+    // gave nothing usable (numactl then says "No distance information").
+    let have_all = numa_info && rows.iter().all(|r| r.as_ref().is_some_and(|r| r.iter().all(|&d| d >= 10)));
     let matrix: Vec<Vec<u32>> = if have_all {
         rows.into_iter().flatten().collect()
     } else {
