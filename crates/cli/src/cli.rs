@@ -1,5 +1,6 @@
 //! Every flag, defined once with its help. Parsing never reads the system.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -21,6 +22,21 @@ pub struct Cli {
 pub enum Command {
     /// Show the machine: nodes, CPUs, memory, distances, caches, devices.
     Topo(TopoArgs),
+    /// Run a command with a CPU and memory placement (numactl's options).
+    Run(RunArgs),
+    /// Show the placement of a process (default: numakit itself).
+    Show(ShowArgs),
+    /// Set the CPU affinity of every thread of a running process.
+    Pin(PinArgs),
+    /// Move a running process's memory to other nodes.
+    Migrate(MigrateArgs),
+    /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
+    #[command(disable_help_flag = true)]
+    Numactl {
+        /// numactl's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
 }
 
 /// `numakit topo`.
@@ -35,4 +51,110 @@ pub struct TopoArgs {
     /// Write a picture of the machine to FILE ("-" for standard output).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// `numakit run`. Node lists take numactl's syntax: `1-3,5`, `all`, `!LIST`,
+/// `+LIST` (relative to the cpuset), `same`, and the I/O specifiers
+/// `netdev:DEV`, `block:DEV`, `file:PATH`, `pci:ADDR`, `ip:HOST`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Run on the CPUs of these nodes.
+    #[arg(long, short = 'N', value_name = "NODES", allow_hyphen_values = true)]
+    pub cpunodebind: Option<String>,
+    /// Run on these CPUs.
+    #[arg(long, short = 'C', value_name = "CPUS", allow_hyphen_values = true)]
+    pub physcpubind: Option<String>,
+    /// Allocate memory only on these nodes.
+    #[arg(long, short = 'm', value_name = "NODES", allow_hyphen_values = true)]
+    pub membind: Option<String>,
+    /// Prefer memory on this node, fall back to others.
+    #[arg(long, short = 'p', value_name = "NODE", allow_hyphen_values = true)]
+    pub preferred: Option<String>,
+    /// Prefer memory on these nodes (Linux 5.15+).
+    #[arg(long, short = 'P', value_name = "NODES", allow_hyphen_values = true)]
+    pub preferred_many: Option<String>,
+    /// Interleave memory round-robin over these nodes.
+    #[arg(long, short = 'i', value_name = "NODES", allow_hyphen_values = true)]
+    pub interleave: Option<String>,
+    /// Interleave by the kernel's node weights (Linux 6.9+).
+    #[arg(long, short = 'w', value_name = "NODES", allow_hyphen_values = true)]
+    pub weighted_interleave: Option<String>,
+    /// Allocate on the node the thread runs on.
+    #[arg(long, short = 'l')]
+    pub localalloc: bool,
+    /// Let kernel NUMA balancing move bound memory (MPOL_F_NUMA_BALANCING, with --membind).
+    #[arg(long, short = 'b')]
+    pub balancing: bool,
+    /// Make `all`, `!` and `+` refer to every node and CPU, not only the cpuset's.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    /// Let numakit choose the node(s) from idle CPUs and free memory.
+    #[arg(long, requires = "cpus", conflicts_with_all = ["cpunodebind", "physcpubind", "membind", "preferred", "preferred_many", "interleave", "weighted_interleave", "localalloc"])]
+    pub auto: bool,
+    /// With --auto: CPUs the job needs.
+    #[arg(long, value_name = "N", requires = "auto")]
+    pub cpus: Option<u32>,
+    /// With --auto: memory the job needs (bytes, or with K, M, G, T suffix).
+    #[arg(long, value_name = "SIZE", requires = "auto")]
+    pub mem: Option<String>,
+    /// With --auto: CPUs kept for the OS, never given to the job.
+    #[arg(long, value_name = "CPUS", requires = "auto")]
+    pub reserve: Option<String>,
+    /// Print the decision and the equivalent numactl command; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The command and its arguments.
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// `numakit show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The process (default: numakit itself, like `numactl --show`).
+    pub pid: Option<i32>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `numakit pin`.
+#[derive(Debug, Args)]
+pub struct PinArgs {
+    /// The process.
+    pub pid: i32,
+    /// CPUs (numactl syntax).
+    #[arg(long, value_name = "CPUS", conflicts_with = "nodes", required_unless_present = "nodes")]
+    pub cpus: Option<String>,
+    /// The CPUs of these nodes (numactl syntax).
+    #[arg(long, value_name = "NODES")]
+    pub nodes: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `numakit migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The process.
+    pub pid: i32,
+    /// Source nodes (with --to: migrate_pages, migratepages' relative order).
+    #[arg(long, value_name = "NODES")]
+    pub from: Option<String>,
+    /// Target node(s).
+    #[arg(long, value_name = "NODES", required_unless_present = "to_cpus_node")]
+    pub to: Option<String>,
+    /// Target: the node where most of the process's threads run.
+    #[arg(long, conflicts_with_all = ["to", "from"])]
+    pub to_cpus_node: bool,
+    /// Move even if the target nodes lack the free memory.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what would move; move nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }

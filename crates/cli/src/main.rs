@@ -9,7 +9,7 @@ mod cmd;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// An error with the exit code it must produce.
 #[derive(Debug)]
@@ -39,8 +39,19 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
-    match cmd::dispatch(args) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
+    let result = if invoked_as.as_deref() == Some(std::ffi::OsStr::new("numactl")) {
+        // A `numactl` symlink: numactl's options and exit codes.
+        cmd::numactl::run(&numakit::sys::SysRoot::from_env(), &argv[1..])
+    } else {
+        let matches = cli::Cli::command().get_matches_from(argv);
+        match cli::Cli::from_arg_matches(&matches) {
+            Ok(args) => cmd::dispatch(args, &matches),
+            Err(e) => e.exit(),
+        }
+    };
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             if let Some(io) = e.downcast_ref::<std::io::Error>() {

@@ -10,8 +10,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::{fixtures, Fixture};
 
 use numakit::sets::{CpuSet, NodeSet};
 use numakit::sys::SysRoot;
@@ -70,73 +71,6 @@ fn hwloc_moves_cpus(reference: &Value) -> Vec<u64> {
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_u64).collect())
         .unwrap_or_default()
-}
-
-struct Fixture {
-    name: String,
-    root: PathBuf,
-    reference: Value,
-    refdir: PathBuf,
-}
-
-/// The fixtures, extracted once per test binary.
-fn fixtures() -> &'static [Fixture] {
-    static FIXTURES: std::sync::OnceLock<Vec<Fixture>> = std::sync::OnceLock::new();
-    FIXTURES.get_or_init(extract_all)
-}
-
-fn extract_all() -> Vec<Fixture> {
-    let Some(dir) = common::fixtures_dir() else {
-        common::skip_or_fail("the hwloc fixtures (../shared/fixtures/hwloc) are not beside the repository");
-        return Vec::new();
-    };
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hwloc-fixtures");
-    let mut out = Vec::new();
-    let mut refs: Vec<PathBuf> = std::fs::read_dir(dir.join("refs"))
-        .expect("refs folder")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    refs.sort();
-    for rpath in refs {
-        let reference: Value = serde_json::from_slice(&std::fs::read(&rpath).expect("read ref")).expect("ref json");
-        if !reference["variant"].is_null() {
-            continue; // variants are views of a base fixture
-        }
-        let name = reference["fixture"].as_str().expect("fixture name").to_string();
-        let tar_name = Path::new(reference["source"]["path"].as_str().expect("source path"))
-            .file_name()
-            .expect("tar name")
-            .to_owned();
-        let tarball = dir.join("tarballs").join(tar_name);
-        assert!(tarball.exists(), "{name}: tarball {} missing", tarball.display());
-        let dest = work.join(&name);
-        if !dest.join(".extracted").exists() {
-            let _ = std::fs::remove_dir_all(&dest);
-            std::fs::create_dir_all(&dest).expect("mkdir");
-            let st = Command::new("tar")
-                .arg("-xjf")
-                .arg(&tarball)
-                .arg("-C")
-                .arg(&dest)
-                .status()
-                .expect("run tar (needs bzip2)");
-            assert!(st.success(), "{name}: tar failed");
-            std::fs::write(dest.join(".extracted"), "").expect("marker");
-        }
-        let top: Vec<PathBuf> = std::fs::read_dir(&dest)
-            .expect("dest")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .collect();
-        assert_eq!(top.len(), 1, "{name}: expected one top folder");
-        let mut root = top[0].clone();
-        if root.join("fsroot").is_dir() {
-            root = root.join("fsroot");
-        }
-        out.push(Fixture { refdir: dir.join("refs").join(&name), name, root, reference });
-    }
-    out
 }
 
 fn list(v: &Value) -> CpuSet {

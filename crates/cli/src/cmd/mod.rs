@@ -1,19 +1,33 @@
 //! One module per subcommand; each turns parsed arguments into library
 //! calls and prints the result.
 
+mod migrate;
+pub mod numactl;
+mod pin;
+mod run;
+mod show;
 mod topo;
 
+use clap::ArgMatches;
 use numakit::sys::SysRoot;
 
 use crate::cli::{Cli, Command};
 
 /// Runs the chosen subcommand and returns its exit code.
-pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
     let sys = match &cli.sysroot {
         Some(dir) => SysRoot::at(dir),
         None => SysRoot::live(),
     };
     match cli.command {
         Command::Topo(args) => topo::run(&sys, &args),
+        Command::Run(args) => {
+            let m = matches.subcommand_matches("run").unwrap_or(matches);
+            run::run(&sys, &args, m)
+        }
+        Command::Show(args) => show::run(&sys, &args),
+        Command::Pin(args) => pin::run(&sys, &args),
+        Command::Migrate(args) => migrate::run(&sys, &args),
+        Command::Numactl { args } => numactl::run(&sys, &args),
     }
 }

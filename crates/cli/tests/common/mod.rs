@@ -1,7 +1,8 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -52,4 +53,82 @@ pub fn assert_topo_json_shape(v: &Value) {
         assert!(d["class"].is_string() || d["class"].is_null());
     }
     assert!(v["allowed"]["cpus"].is_array() && v["allowed"]["nodes"].is_array());
+}
+
+/// One extracted real-machine dump with its references.
+pub struct Fixture {
+    /// Fixture name.
+    pub name: String,
+    /// The extracted root.
+    pub root: PathBuf,
+    /// hwloc reference JSON.
+    pub reference: Value,
+    /// refs/NAME folder.
+    pub refdir: PathBuf,
+}
+
+/// The fixtures, extracted once per test binary.
+pub fn fixtures() -> &'static [Fixture] {
+    static FIXTURES: std::sync::OnceLock<Vec<Fixture>> = std::sync::OnceLock::new();
+    FIXTURES.get_or_init(extract_all)
+}
+
+fn extract_all() -> Vec<Fixture> {
+    let Some(dir) = fixtures_dir() else {
+        skip_or_fail("the hwloc fixtures (../shared/fixtures/hwloc) are not beside the repository");
+        return Vec::new();
+    };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hwloc-fixtures");
+    let mut out = Vec::new();
+    let mut refs: Vec<PathBuf> = std::fs::read_dir(dir.join("refs"))
+        .expect("refs folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    refs.sort();
+    for rpath in refs {
+        let reference: Value = serde_json::from_slice(&std::fs::read(&rpath).expect("read ref")).expect("ref json");
+        if !reference["variant"].is_null() {
+            continue; // variants are views of a base fixture
+        }
+        let name = reference["fixture"].as_str().expect("fixture name").to_string();
+        let tar_name = Path::new(reference["source"]["path"].as_str().expect("source path"))
+            .file_name()
+            .expect("tar name")
+            .to_owned();
+        let tarball = dir.join("tarballs").join(tar_name);
+        assert!(tarball.exists(), "{name}: tarball {} missing", tarball.display());
+        let dest = work.join(&name);
+        if !dest.join(".extracted").exists() {
+            let _ = std::fs::remove_dir_all(&dest);
+            std::fs::create_dir_all(&dest).expect("mkdir");
+            let st = Command::new("tar")
+                .arg("-xjf")
+                .arg(&tarball)
+                .arg("-C")
+                .arg(&dest)
+                .status()
+                .expect("run tar (needs bzip2)");
+            assert!(st.success(), "{name}: tar failed");
+            std::fs::write(dest.join(".extracted"), "").expect("marker");
+        }
+        let top: Vec<PathBuf> = std::fs::read_dir(&dest)
+            .expect("dest")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        assert_eq!(top.len(), 1, "{name}: expected one top folder");
+        let mut root = top[0].clone();
+        if root.join("fsroot").is_dir() {
+            root = root.join("fsroot");
+        }
+        out.push(Fixture { refdir: dir.join("refs").join(&name), name, root, reference });
+    }
+    out
+}
+
+
+/// The root of the fixture called `name`, if the fixtures are present.
+pub fn fixture_root(name: &str) -> Option<PathBuf> {
+    fixtures().iter().find(|f| f.name == name).map(|f| f.root.clone())
 }

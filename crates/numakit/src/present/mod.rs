@@ -9,6 +9,7 @@
 
 pub mod hardware;
 pub mod json;
+pub mod show;
 pub mod svg;
 pub mod text;
 

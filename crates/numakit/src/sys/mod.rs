@@ -7,6 +7,8 @@
 //! files that cannot be read (an error naming the file). It never decides
 //! anything and never writes.
 
+pub mod stat;
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -18,12 +18,13 @@ pub(super) struct CpuSets {
 /// Reads `possible` and `online`, falling back to the `cpuN` folders and
 /// their `online` files where a dump lacks the summary files.
 pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
-    let dirs: CpuSet = sys.numbered_entries(CPU_DIR, "cpu")?.into_iter().collect();
+    // The `cpuN` folders are listed only where a summary file is missing.
+    let dirs = || -> Result<CpuSet, SysError> { Ok(sys.numbered_entries(CPU_DIR, "cpu")?.into_iter().collect()) };
     let possible = match sys.read_list(format!("{CPU_DIR}/possible"))? {
         Some(p) if !p.is_empty() => p,
         _ => match sys.read_list(format!("{CPU_DIR}/present"))? {
-            Some(p) if !p.is_empty() => p.union(&dirs),
-            _ => dirs.clone(),
+            Some(p) if !p.is_empty() => p.union(&dirs()?),
+            _ => dirs()?,
         },
     };
     let online_list = sys.read_list(format!("{CPU_DIR}/online"))?;
@@ -32,7 +33,7 @@ pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
         Some(o) => o,
         None => {
             let mut o = CpuSet::new();
-            for id in dirs.iter() {
+            for id in dirs()?.iter() {
                 // cpu0 often has no `online` file: it cannot be taken offline.
                 if sys.read_u64(format!("{CPU_DIR}/cpu{id}/online"))? != Some(0) {
                     o.insert(id);
@@ -174,9 +175,16 @@ pub fn parse_size(text: &str) -> Option<u64> {
 /// kind and sharing set.
 pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, SysError> {
     let mut seen: BTreeMap<(u32, String, CpuSet), Cache> = BTreeMap::new();
+    // CPUs already covered by a cache found at `indexK`: their `indexK` is
+    // that same cache, so it is not read again (a 256-CPU machine reads
+    // each shared cache once, not 256 times).
+    let mut covered: BTreeMap<u32, CpuSet> = BTreeMap::new();
     for cpu in online.iter() {
         let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
         for idx in sys.numbered_entries(&dir, "index")? {
+            if covered.get(&idx).is_some_and(|c| c.contains(cpu)) {
+                continue;
+            }
             let d = format!("{dir}/index{idx}");
             let Some(level) = sys.read_u64(format!("{d}/level"))? else { continue };
             let kind = sys.read_nonempty(format!("{d}/type"))?.unwrap_or_else(|| "Unified".into());
@@ -184,6 +192,8 @@ pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, 
                 .read_list_or_mask(format!("{d}/shared_cpu_list"), format!("{d}/shared_cpu_map"))?
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| std::iter::once(cpu).collect());
+            let e = covered.entry(idx).or_default();
+            *e = e.union(&cpus);
             let key = (level as u32, kind.clone(), cpus.clone());
             if seen.contains_key(&key) {
                 continue;

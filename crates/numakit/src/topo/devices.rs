@@ -61,10 +61,11 @@ fn lexical_join(base: &Path, rel: &Path) -> PathBuf {
     out.iter().collect()
 }
 
-/// The innermost PCI address on the sysfs path that `class/KIND/NAME`
-/// links to (e.g. `../../devices/pci0000:00/0000:00:05.0/0000:02:00.0/net/eth0`
-/// gives `0000:02:00.0`).
-fn pci_parent(sys: &SysRoot, class_rel: &str) -> Result<Option<String>, SysError> {
+/// The innermost PCI address on the sysfs path that the link `class_rel`
+/// (e.g. `sys/class/net/eth0`, `sys/dev/block/8:0`) points to
+/// (`../../devices/pci0000:00/0000:00:05.0/0000:02:00.0/net/eth0` gives
+/// `0000:02:00.0`).
+pub fn pci_parent(sys: &SysRoot, class_rel: &str) -> Result<Option<String>, SysError> {
     let Some(target) = sys.read_link(class_rel)? else { return Ok(None) };
     let base = Path::new(class_rel).parent().unwrap_or(Path::new(""));
     let resolved = lexical_join(base, &target);

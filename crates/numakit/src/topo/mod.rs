@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::sets::{CpuSet, NodeSet};
 use crate::sys::{SysError, SysRoot};
 
-pub use devices::{device_pci_address, is_pci_address, PciDevice};
+pub use devices::{device_pci_address, is_pci_address, pci_parent, PciDevice};
 
 /// Where a topology came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -210,7 +210,7 @@ impl Topology {
     pub fn read(sys: &SysRoot) -> Result<Self, SysError> {
         sys.check()?;
         let cpuset = cpus::read_cpu_sets(sys)?;
-        let (numa_info, mut nodes) = nodes::read_nodes(sys, &cpuset.possible)?;
+        let (numa_info, mut nodes) = nodes::read_nodes(sys, &cpuset.possible, true)?;
         let (distances, has_distances) = nodes::read_distances(sys, &mut nodes, numa_info)?;
         let cpus = cpus::read_cpus(sys, &cpuset, &nodes)?;
         let packages = cpus::packages(&cpus);
@@ -235,13 +235,14 @@ impl Topology {
         })
     }
 
-    /// Only what `numactl --hardware` and `run` need: node CPUs, memory and
-    /// distances. Cheaper than [`Topology::read`]: no per-CPU, cache or PCI
-    /// scan (the launch path must stay as fast as numactl's).
+    /// Only what `numactl --hardware` and `run` need: node CPUs, memory,
+    /// state and distances. Cheaper than [`Topology::read`]: no per-CPU,
+    /// cache, PCI, huge page or HMAT scan (the launch path must stay as fast
+    /// as numactl's).
     pub fn read_nodes_only(sys: &SysRoot) -> Result<Self, SysError> {
         sys.check()?;
         let cpuset = cpus::read_cpu_sets(sys)?;
-        let (numa_info, mut nodes) = nodes::read_nodes(sys, &cpuset.possible)?;
+        let (numa_info, mut nodes) = nodes::read_nodes(sys, &cpuset.possible, false)?;
         let (distances, has_distances) = nodes::read_distances(sys, &mut nodes, numa_info)?;
         let allowed = allowed::read_allowed(sys, &cpuset.online, &nodes)?;
         Ok(Topology {

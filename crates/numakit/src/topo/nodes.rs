@@ -12,7 +12,9 @@ const TIER_DIR: &str = "sys/devices/virtual/memory_tiering";
 
 /// Reads every node. Without a node folder the machine is one node 0
 /// holding every CPU, with the memory of `/proc/meminfo`.
-pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet) -> Result<(bool, Vec<Node>), SysError> {
+/// With `detail` false only CPUs, memory and state are read (the launch
+/// path and `--hardware`): no huge pages, HMAT or tiers.
+pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) -> Result<(bool, Vec<Node>), SysError> {
     let ids = sys.numbered_entries(NODE_DIR, "node")?;
     if ids.is_empty() {
         let memory = read_meminfo(sys, "proc/meminfo")?;
@@ -35,7 +37,7 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet) -> Result<(bool,
     let has_cpu = state("has_cpu")?;
     let has_memory = state("has_memory")?;
     let online = state("online")?;
-    let tiers = read_tiers(sys)?;
+    let tiers = if detail { read_tiers(sys)? } else { BTreeMap::new() };
     let mut nodes = Vec::with_capacity(ids.len());
     for id in ids {
         let d = format!("{NODE_DIR}/node{id}");
@@ -48,9 +50,9 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet) -> Result<(bool,
             online: online.as_ref().is_none_or(|s| s.contains(id)),
             cpus,
             memory,
-            hugepages: read_hugepages(sys, &format!("{d}/hugepages"))?,
+            hugepages: if detail { read_hugepages(sys, &format!("{d}/hugepages"))? } else { Vec::new() },
             distances: Vec::new(),
-            access: read_access(sys, &d)?,
+            access: if detail { read_access(sys, &d)? } else { Vec::new() },
             memory_tier: tiers.get(&id).copied(),
         });
     }

@@ -1,0 +1,266 @@
+//! numactl compatibility: `numakit numactl ARGS`, or numakit invoked as
+//! `numactl` (a symlink), takes numactl's options with getopt_long's rules
+//! (unique prefixes of long options, `--opt=v` and `--opt v`, `-N0` and
+//! `-N 0`, clustered flags, options end at the first non-option or `--`)
+//! and numactl's exit codes (1 on any error), and prints `--show` and
+//! `--hardware` in numactl's exact format.
+//!
+//! Left out: the SysV shared-memory and file policy options (`--shm`,
+//! `--file`, `--offset`, `--length`, `--strict`, `--shmmode`, `--shmid`,
+//! `--huge`, `--touch`, `--dump`, `--dump-nodes`, `--verify`): they set
+//! policies on shared segments rather than on a process, which numakit
+//! does not manage yet; they fail with a clear message.
+
+use std::ffi::OsString;
+
+use numakit::place::{Context, OptKind, PolicyOpt, Request};
+use numakit::present;
+use numakit::sys::SysRoot;
+use numakit::topo::Topology;
+
+use super::run::{exec, kernel_version};
+use super::show::self_policy;
+use crate::Failure;
+
+/// numactl's exit code for every error.
+const EXIT: u8 = 1;
+
+const LONG: &[(&str, char, bool)] = &[
+    ("interleave", 'i', true),
+    ("weighted-interleave", 'w', true),
+    ("preferred", 'p', true),
+    ("preferred-many", 'P', true),
+    ("cpubind", 'c', true),
+    ("cpunodebind", 'N', true),
+    ("physcpubind", 'C', true),
+    ("membind", 'm', true),
+    ("show", 's', false),
+    ("localalloc", 'l', false),
+    ("hardware", 'H', false),
+    ("balancing", 'b', false),
+    ("all", 'a', false),
+    ("version", 'V', false),
+    ("shm", 'S', true),
+    ("file", 'f', true),
+    ("offset", 'o', true),
+    ("length", 'L', true),
+    ("strict", 't', false),
+    ("shmmode", 'M', true),
+    ("dump", 'd', false),
+    ("dump-nodes", 'D', false),
+    ("shmid", 'I', true),
+    ("huge", 'u', false),
+    ("touch", 'T', false),
+    ("verify", 'v', false),
+];
+
+fn fail(msg: impl Into<String>) -> Failure {
+    Failure { code: EXIT, message: msg.into() }
+}
+
+/// Splits numactl's argument list into (option, value) pairs and the
+/// command, by getopt_long's rules.
+pub fn parse(args: &[String]) -> Result<(Vec<(char, Option<String>)>, Vec<String>), Failure> {
+    let mut opts = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            let exact = LONG.iter().find(|(n, _, _)| *n == name);
+            let matches: Vec<_> = LONG.iter().filter(|(n, _, _)| n.starts_with(name)).collect();
+            let (_, c, has_arg) = match (exact, matches.as_slice()) {
+                (Some(e), _) => *e,
+                (None, [one]) => **one,
+                (None, []) => return Err(fail(format!("unrecognized option '--{name}'"))),
+                (None, _) => return Err(fail(format!("option '--{name}' is ambiguous"))),
+            };
+            let value = if has_arg {
+                match inline {
+                    Some(v) => Some(v),
+                    None => {
+                        i += 1;
+                        Some(args.get(i).cloned().ok_or_else(|| fail(format!("option '--{name}' requires an argument")))?)
+                    }
+                }
+            } else {
+                if inline.is_some() {
+                    return Err(fail(format!("option '--{name}' doesn't allow an argument")));
+                }
+                None
+            };
+            opts.push((c, value));
+            i += 1;
+            continue;
+        }
+        if a.len() > 1 && a.starts_with('-') {
+            let chars: Vec<char> = a[1..].chars().collect();
+            let mut j = 0;
+            while j < chars.len() {
+                let c = chars[j];
+                let Some((_, _, has_arg)) = LONG.iter().find(|(_, s, _)| *s == c) else {
+                    return Err(fail(format!("invalid option -- '{c}'")));
+                };
+                if *has_arg {
+                    let rest: String = chars[j + 1..].iter().collect();
+                    let v = if !rest.is_empty() {
+                        rest
+                    } else {
+                        i += 1;
+                        args.get(i).cloned().ok_or_else(|| fail(format!("option requires an argument -- '{c}'")))?
+                    };
+                    opts.push((c, Some(v)));
+                    break;
+                }
+                opts.push((c, None));
+                j += 1;
+            }
+            i += 1;
+            continue;
+        }
+        break; // first non-option: the command starts here
+    }
+    Ok((opts, args[i..].to_vec()))
+}
+
+fn opt_kind(c: char) -> Option<OptKind> {
+    Some(match c {
+        'i' => OptKind::Interleave,
+        'w' => OptKind::WeightedInterleave,
+        'p' => OptKind::Preferred,
+        'P' => OptKind::PreferredMany,
+        'c' | 'N' => OptKind::CpuNodeBind,
+        'C' => OptKind::PhysCpuBind,
+        'm' => OptKind::MemBind,
+        'l' => OptKind::LocalAlloc,
+        _ => return None,
+    })
+}
+
+const USAGE: &str = "usage: numactl [--all | -a] [--balancing | -b] [--interleave= | -i <nodes>]
+               [--preferred= | -p <node>] [--preferred-many= | -P <nodes>]
+               [--physcpubind= | -C <cpus>] [--cpunodebind= | -N <nodes>]
+               [--membind= | -m <nodes>] [--localalloc | -l] command args ...
+       numactl [--show | -s]
+       numactl [--hardware | -H]
+(numakit's numactl mode; the --shm/--file options are not supported)";
+
+/// Runs numactl's command line.
+pub fn run(sys: &SysRoot, raw: &[OsString]) -> anyhow::Result<u8> {
+    match run_inner(sys, raw) {
+        Ok(code) => Ok(code),
+        Err(f) if f.code == EXIT => {
+            eprintln!("numactl: {}", f.message);
+            eprintln!("{USAGE}");
+            Ok(EXIT)
+        }
+        Err(f) => Err(f.into()),
+    }
+}
+
+fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<u8, Failure> {
+    let args: Vec<String> = raw.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let (opts, command) = parse(&args)?;
+    let mut req = Request::default();
+    let mut hardware = false;
+    let load = || Topology::read_nodes_only(sys).map_err(|e| fail(e.to_string()));
+    for (c, v) in opts {
+        match c {
+            's' => {
+                // Like numactl: options before --show apply to numactl itself.
+                let topo = load()?;
+                apply(sys, &topo, &req)?;
+                print!("{}", present::show::numactl_show(&self_policy(&topo).map_err(|e| fail(e.message))?));
+                return Ok(0);
+            }
+            'H' => hardware = true,
+            'b' => req.balancing = true,
+            'a' => req.all = true,
+            'V' => {
+                println!("numakit {} (numactl compatible)", env!("CARGO_PKG_VERSION"));
+                return Ok(0);
+            }
+            c => match opt_kind(c) {
+                Some(kind) => req.opts.push(PolicyOpt { kind, value: v }),
+                None => {
+                    let name = LONG.iter().find(|(_, s, _)| *s == c).map_or("?", |(n, _, _)| *n);
+                    return Err(fail(format!(
+                        "--{name} (SysV shared memory and file policies) is not supported by numakit's numactl mode"
+                    )));
+                }
+            },
+        }
+    }
+    if hardware {
+        if !req.opts.is_empty() {
+            return Err(fail("specify policy after --shm/--file"));
+        }
+        print!("{}", present::hardware::render(&load()?));
+        return Ok(0);
+    }
+    if command.is_empty() {
+        return Err(fail("no command given"));
+    }
+    let topo = load()?;
+    apply(sys, &topo, &req)?;
+    let cmd: Vec<OsString> = command.into_iter().map(OsString::from).collect();
+    match exec(&cmd) {
+        Ok(c) => Ok(c),
+        Err(e) => Err(fail(format!("execution of `{}': {e}", cmd[0].to_string_lossy()))),
+    }
+}
+
+fn apply(sys: &SysRoot, topo: &Topology, req: &Request) -> Result<(), Failure> {
+    if req.opts.is_empty() && !req.balancing {
+        return Ok(());
+    }
+    let plan = req.resolve(&Context { topo, sys, kernel: kernel_version(sys) }).map_err(|e| fail(e.to_string()))?;
+    plan.apply().map_err(|e| fail(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &[&str]) -> (Vec<(char, Option<String>)>, Vec<String>) {
+        parse(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>()).unwrap_or_else(|e| panic!("{}", e.message))
+    }
+
+    #[test]
+    fn getopt_rules() {
+        let (o, c) = p(&["--interleave=all", "-N0", "-m", "1", "--cpun", "2", "-lb", "cmd", "-x", "--y"]);
+        assert_eq!(
+            o,
+            vec![
+                ('i', Some("all".into())),
+                ('N', Some("0".into())),
+                ('m', Some("1".into())),
+                ('N', Some("2".into())),
+                ('l', None),
+                ('b', None)
+            ]
+        );
+        assert_eq!(c, vec!["cmd", "-x", "--y"]);
+        let (o, c) = p(&["-s"]);
+        assert_eq!((o, c.len()), (vec![('s', None)], 0));
+        let (_, c) = p(&["-i", "0", "--", "-weird-cmd"]);
+        assert_eq!(c, vec!["-weird-cmd"]);
+    }
+
+    #[test]
+    fn getopt_errors() {
+        let e = |s: &[&str]| parse(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>()).unwrap_err().message;
+        assert_eq!(e(&["--foo"]), "unrecognized option '--foo'");
+        assert_eq!(e(&["--p", "0"]), "option '--p' is ambiguous");
+        assert_eq!(e(&["-m"]), "option requires an argument -- 'm'");
+        assert_eq!(e(&["-z"]), "invalid option -- 'z'");
+        assert_eq!(e(&["--show=1"]), "option '--show' doesn't allow an argument");
+    }
+}

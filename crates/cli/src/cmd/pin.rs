@@ -1,0 +1,74 @@
+//! `numakit pin PID (--cpus LIST | --nodes LIST)`: sets the affinity of
+//! every thread of a running process (like `taskset -a -p`), and reports
+//! which threads changed and which failed, and why.
+
+use numakit::act;
+use numakit::sets::CpuSet;
+use numakit::sys::SysRoot;
+use numakit::topo::Topology;
+use numakit::{place, procs};
+use serde::Serialize;
+
+use super::topo::read_error;
+use crate::cli::PinArgs;
+use crate::Failure;
+
+#[derive(Serialize)]
+struct Report {
+    pid: i32,
+    cpus: CpuSet,
+    changed: Vec<i32>,
+    failed: Vec<Failed>,
+}
+
+#[derive(Serialize)]
+struct Failed {
+    tid: i32,
+    error: String,
+}
+
+/// Resolves `--cpus`/`--nodes` against the machine (checks as `run` does).
+fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet, Failure> {
+    let kind = if args.cpus.is_some() { place::OptKind::PhysCpuBind } else { place::OptKind::CpuNodeBind };
+    let value = args.cpus.clone().or(args.nodes.clone()).unwrap_or_default();
+    let req = place::Request { opts: vec![place::PolicyOpt { kind, value: Some(value) }], balancing: false, all: true };
+    let plan = req.resolve(&place::Context { topo, sys, kernel: None }).map_err(|e| Failure::usage(e.to_string()))?;
+    plan.cpus.ok_or_else(|| Failure::usage("no CPUs selected"))
+}
+
+/// Runs `numakit pin`.
+pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
+    if !sys.is_live() {
+        return Err(Failure::usage("pin acts on the running system; --sysroot is not allowed").into());
+    }
+    let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
+    let cpus = target_cpus(sys, &topo, args)?;
+    let tids = procs::thread_ids(sys, args.pid).map_err(|e| Failure::system(e.to_string()))?;
+    if tids.is_empty() {
+        return Err(Failure::usage(format!("no process {}", args.pid)).into());
+    }
+    let mut report = Report { pid: args.pid, cpus: cpus.clone(), changed: Vec::new(), failed: Vec::new() };
+    for tid in tids {
+        match act::set_affinity(act::Pid(tid), &cpus) {
+            Ok(()) => report.changed.push(tid),
+            // A thread that exited meanwhile is not a failure.
+            Err(e) if e.is_errno(libc::ESRCH) => {}
+            Err(e) => report.failed.push(Failed { tid, error: e.to_string() }),
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "pid {}: {} thread(s) now on CPUs {}, {} failed",
+            args.pid,
+            report.changed.len(),
+            cpus.to_list(),
+            report.failed.len()
+        );
+        for f in &report.failed {
+            println!("  tid {}: {}", f.tid, f.error);
+        }
+    }
+    Ok(if report.failed.is_empty() { 0 } else { 1 })
+}

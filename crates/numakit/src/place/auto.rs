@@ -1,0 +1,234 @@
+//! `numakit run --auto`: choosing a node for a job, by the rules of an EDA
+//! batch farm:
+//!
+//! 1. the job fits one node's idle CPUs and free memory → bind CPUs and
+//!    memory there (among the nodes with enough idle CPUs, the one with the
+//!    most free memory);
+//! 2. it needs more memory than any such node has free → bind CPUs there,
+//!    *prefer* memory there (the rest spills to other nodes);
+//! 3. it needs more CPUs than a node has idle → the nearest group of nodes
+//!    by distance that has enough;
+//! 4. larger than the whole machine (idle CPUs or free memory) → refuse, so
+//!    a job wrapper can keep the job pending (exit 75, EX_TEMPFAIL).
+//!
+//! [`decide`] is a pure function of the model, the per-node load and the
+//! request; sampling the load is [`crate::sys::stat`]'s job.
+
+use std::fmt;
+
+use super::plan::{MemMode, MemPolicy, Plan};
+use super::request::nearest_memory_nodes;
+use crate::sets::{CpuSet, NodeSet};
+use crate::topo::Topology;
+
+/// Exit code for "cannot place now, try later" (sysexits.h EX_TEMPFAIL).
+pub const EX_TEMPFAIL: u8 = 75;
+
+/// What a job needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoRequest {
+    /// CPUs.
+    pub cpus: u32,
+    /// Memory in bytes.
+    pub mem_bytes: u64,
+    /// CPUs kept for the OS, never given to the job.
+    pub reserve: CpuSet,
+}
+
+/// The state of one node when deciding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLoad {
+    /// Node id.
+    pub node: u32,
+    /// Its CPUs that are idle now.
+    pub idle_cpus: CpuSet,
+    /// Its free memory.
+    pub free_bytes: u64,
+}
+
+/// Which rule decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Rule 1: CPUs and memory bound to one node.
+    OneNode,
+    /// Rule 2: CPUs bound to one node, memory preferred there.
+    OneNodePreferMemory,
+    /// Rule 3: a group of nearest nodes.
+    NodeGroup,
+}
+
+/// A placement decision with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoDecision {
+    /// The rule that applied.
+    pub rule: Rule,
+    /// The chosen node(s).
+    pub nodes: NodeSet,
+    /// What to apply.
+    pub plan: Plan,
+    /// Why, in one sentence with the numbers.
+    pub reason: String,
+}
+
+/// Why a job cannot be placed now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Refusal {}
+
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+/// Decides where a job goes.
+pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<AutoDecision, Refusal> {
+    let allowed_cpus = topo.allowed.cpus.difference(&req.reserve);
+    let usable = |l: &NodeLoad| l.idle_cpus.intersection(&allowed_cpus);
+    let load_of = |n: u32| loads.iter().find(|l| l.node == n);
+    // Memory for a node's CPUs: the node itself, or for a memory-less node
+    // the nearest node(s) with memory.
+    let mem_nodes = |n: u32| -> NodeSet {
+        if topo.node(n).is_some_and(|x| x.has_memory) && topo.allowed.nodes.contains(n) {
+            std::iter::once(n).collect()
+        } else {
+            nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes)
+        }
+    };
+    let free_of = |nodes: &NodeSet| -> u64 { nodes.iter().filter_map(|m| load_of(m)).map(|l| l.free_bytes).sum() };
+    let cpu_nodes: Vec<&NodeLoad> =
+        loads.iter().filter(|l| topo.node(l.node).is_some_and(|n| n.has_cpu) && !usable(l).is_empty()).collect();
+
+    let total_idle: usize = cpu_nodes.iter().map(|l| usable(l).len()).sum();
+    let all_mem: NodeSet = topo.memory_nodes().intersection(&topo.allowed.nodes);
+    let total_free = free_of(&all_mem);
+    if req.cpus == 0 {
+        return Err(Refusal("--cpus must be at least 1".into()));
+    }
+    if (req.cpus as usize) > total_idle || req.mem_bytes > total_free {
+        return Err(Refusal(format!(
+            "the job needs {} CPUs and {} but the machine has {} idle CPUs (after --reserve and the cpuset) and {} free: keep it pending",
+            req.cpus,
+            gib(req.mem_bytes),
+            total_idle,
+            gib(total_free)
+        )));
+    }
+
+    // Rules 1 and 2: one node with enough idle CPUs.
+    let mut fits: Vec<(&NodeLoad, NodeSet, u64)> = cpu_nodes
+        .iter()
+        .filter(|l| usable(l).len() >= req.cpus as usize)
+        .map(|l| {
+            let m = mem_nodes(l.node);
+            let free = free_of(&m);
+            (*l, m, free)
+        })
+        .collect();
+    // Most free memory first; ties to the lower node id.
+    fits.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.node.cmp(&b.0.node)));
+    if let Some((l, m, free)) = fits.first() {
+        let cpus = topo.cpus_of_nodes(&std::iter::once(l.node).collect()).intersection(&allowed_cpus);
+        let rule = if *free >= req.mem_bytes { Rule::OneNode } else { Rule::OneNodePreferMemory };
+        let (mode, nodes) = match rule {
+            Rule::OneNode => (MemMode::Bind, m.clone()),
+            _ => {
+                let first = m.first().map(|f| std::iter::once(f).collect()).unwrap_or_default();
+                (if m.len() == 1 { MemMode::Preferred } else { MemMode::PreferredMany }, if m.len() == 1 { first } else { m.clone() })
+            }
+        };
+        let reason = match rule {
+            Rule::OneNode => format!(
+                "node {} has {} idle CPUs (need {}) and {} free (need {}), the most free memory of the {} node(s) with enough idle CPUs",
+                l.node,
+                usable(l).len(),
+                req.cpus,
+                gib(*free),
+                gib(req.mem_bytes),
+                fits.len()
+            ),
+            _ => format!(
+                "no node with {} idle CPUs has {} free (node {} has the most: {}): CPUs bound to node {}, memory preferred there and spilling to other nodes",
+                req.cpus,
+                gib(req.mem_bytes),
+                l.node,
+                gib(*free),
+                l.node
+            ),
+        };
+        return Ok(AutoDecision {
+            rule,
+            nodes: std::iter::once(l.node).collect(),
+            plan: Plan { cpus: Some(cpus), memory: Some(MemPolicy { mode, nodes, balancing: false }) },
+            reason,
+        });
+    }
+
+    // Rule 3: the nearest group of nodes. From every start node, add the
+    // nearest nodes (ties: more idle CPUs, then lower id) until the idle
+    // CPUs suffice; keep the group with the smallest largest distance, then
+    // the smallest distance sum, then the most free memory.
+    let mut best: Option<(u32, u32, u64, NodeSet)> = None;
+    for start in &cpu_nodes {
+        let mut others: Vec<&&NodeLoad> = cpu_nodes.iter().filter(|l| l.node != start.node).collect();
+        others.sort_by_key(|l| (topo.distance(start.node, l.node).unwrap_or(u32::MAX), std::cmp::Reverse(usable(l).len()), l.node));
+        let mut group: NodeSet = std::iter::once(start.node).collect();
+        let mut idle = usable(start).len();
+        for o in others {
+            if idle >= req.cpus as usize {
+                break;
+            }
+            group.insert(o.node);
+            idle += usable(o).len();
+        }
+        if idle < req.cpus as usize {
+            continue;
+        }
+        let ids = group.to_vec();
+        let mut maxd = 0;
+        let mut sumd = 0;
+        for &a in &ids {
+            for &b in &ids {
+                let d = topo.distance(a, b).unwrap_or(u32::MAX / 4);
+                maxd = maxd.max(d);
+                sumd += d;
+            }
+        }
+        let mem: NodeSet = ids.iter().fold(NodeSet::new(), |acc, &n| acc.union(&mem_nodes(n)));
+        let free = free_of(&mem);
+        let better = match &best {
+            None => true,
+            Some((bm, bs, bf, _)) => (maxd, sumd, std::cmp::Reverse(free)) < (*bm, *bs, std::cmp::Reverse(*bf)),
+        };
+        if better {
+            best = Some((maxd, sumd, free, group));
+        }
+    }
+    let Some((maxd, _, free, group)) = best else {
+        return Err(Refusal(format!("no group of nodes has {} idle CPUs", req.cpus)));
+    };
+    let mem: NodeSet = group.iter().fold(NodeSet::new(), |acc, n| acc.union(&mem_nodes(n)));
+    let cpus = topo.cpus_of_nodes(&group).intersection(&allowed_cpus);
+    let mode = if free >= req.mem_bytes { MemMode::Bind } else { MemMode::PreferredMany };
+    let reason = format!(
+        "no single node has {} idle CPUs: nodes {} are the nearest group with enough (largest distance {}), {} free there (need {})",
+        req.cpus,
+        group.to_list(),
+        maxd,
+        gib(free),
+        gib(req.mem_bytes)
+    );
+    Ok(AutoDecision {
+        rule: Rule::NodeGroup,
+        nodes: group,
+        plan: Plan { cpus: Some(cpus), memory: Some(MemPolicy { mode, nodes: mem, balancing: false }) },
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,80 @@
+use super::*;
+use crate::sys::SysRoot;
+use crate::topo::synth::SynthMachine;
+
+fn topo(m: &SynthMachine) -> (tempfile::TempDir, Topology) {
+    let d = tempfile::tempdir().expect("tmp");
+    m.write(d.path()).expect("write");
+    let t = Topology::read(&SysRoot::at(d.path())).expect("read");
+    (d, t)
+}
+
+const GIB: u64 = 1 << 30;
+
+fn loads(t: &Topology, idle: &[usize], free_gib: &[u64]) -> Vec<NodeLoad> {
+    t.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| NodeLoad { node: n.id, idle_cpus: n.cpus.iter().take(idle[i]).collect(), free_bytes: free_gib[i] * GIB })
+        .collect()
+}
+
+fn req(cpus: u32, mem_gib: u64) -> AutoRequest {
+    AutoRequest { cpus, mem_bytes: mem_gib * GIB, reserve: CpuSet::new() }
+}
+
+#[test]
+fn fits_one_node_with_most_free_memory() {
+    let (_d, t) = topo(&SynthMachine::amd_4s_8n(8, 16384));
+    let l = loads(&t, &[8, 2, 8, 8, 8, 8, 8, 8], &[10, 15, 12, 3, 4, 5, 6, 7]);
+    let d = decide(&t, &l, &req(4, 8)).expect("fits");
+    assert_eq!(d.rule, Rule::OneNode);
+    assert_eq!(d.nodes.to_list(), "2", "node 1 has more memory but only 2 idle CPUs");
+    let m = d.plan.memory.expect("mem");
+    assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Bind, "2".to_string()));
+    assert_eq!(d.plan.cpus.expect("cpus"), t.node(2).expect("n").cpus);
+}
+
+#[test]
+fn too_much_memory_for_a_node_prefers() {
+    let (_d, t) = topo(&SynthMachine::rr_4n(16, 8192));
+    let l = loads(&t, &[4, 4, 4, 4], &[6, 7, 5, 4]);
+    let d = decide(&t, &l, &req(2, 12)).expect("decide");
+    assert_eq!(d.rule, Rule::OneNodePreferMemory);
+    assert_eq!(d.nodes.to_list(), "1");
+    let m = d.plan.memory.expect("mem");
+    assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Preferred, "1".to_string()));
+}
+
+#[test]
+fn more_cpus_than_a_node_takes_the_nearest_group() {
+    // AMD: nodes 2k and 2k+1 share a package (distance 16), others 22.
+    let (_d, t) = topo(&SynthMachine::amd_4s_8n(4, 4096));
+    let l = loads(&t, &[4, 1, 4, 4, 4, 4, 4, 4], &[3, 3, 3, 3, 3, 3, 3, 3]);
+    let d = decide(&t, &l, &req(6, 2)).expect("decide");
+    assert_eq!(d.rule, Rule::NodeGroup);
+    // 0+1 has only 5 idle; 2+3 is a same-package pair with 8.
+    assert_eq!(d.nodes.to_list(), "2-3");
+    assert!(d.reason.contains("largest distance 16"), "{}", d.reason);
+}
+
+#[test]
+fn larger_than_the_machine_is_refused() {
+    let (_d, t) = topo(&SynthMachine::rr_4n(8, 1024));
+    let l = loads(&t, &[2, 2, 2, 2], &[1, 1, 1, 1]);
+    let e = decide(&t, &l, &req(9, 1)).unwrap_err();
+    assert!(e.0.contains("9 CPUs") && e.0.contains("8 idle CPUs"), "{e}");
+    let e = decide(&t, &l, &req(1, 5)).unwrap_err();
+    assert!(e.0.contains("pending"), "{e}");
+}
+
+#[test]
+fn reserve_keeps_cpus_out() {
+    let (_d, t) = topo(&SynthMachine::rr_4n(8, 1024));
+    let l = loads(&t, &[2, 2, 2, 2], &[1, 1, 1, 1]);
+    let mut r = req(2, 0);
+    r.reserve = CpuSet::parse_list("0,4").expect("l"); // node 0's CPUs
+    let d = decide(&t, &l, &r).expect("decide");
+    assert_ne!(d.nodes.to_list(), "0");
+    assert!(!d.plan.cpus.expect("c").intersects(&r.reserve));
+}

@@ -1,0 +1,337 @@
+//! Resolving numactl-style placement options into a [`Plan`], with the
+//! checks numactl lacks: unknown or disallowed nodes and CPUs (saying that
+//! a cpuset restricts them), memory policies on memory-less nodes, CPU
+//! binding to CPU-less nodes, `--localalloc` across several nodes, empty
+//! intersections, conflicting policies, and features the kernel lacks.
+
+use std::fmt;
+
+use super::iospec;
+use super::plan::{MemMode, MemPolicy, Plan};
+use crate::sets::numactl::SetSpec;
+use crate::sets::{CpuSet, NodeSet};
+use crate::sys::SysRoot;
+use crate::topo::Topology;
+
+/// Which option a value was given to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptKind {
+    /// `--cpunodebind` / `-N`.
+    CpuNodeBind,
+    /// `--physcpubind` / `-C`.
+    PhysCpuBind,
+    /// `--membind` / `-m`.
+    MemBind,
+    /// `--preferred` / `-p`.
+    Preferred,
+    /// `--preferred-many` / `-P`.
+    PreferredMany,
+    /// `--interleave` / `-i`.
+    Interleave,
+    /// `--weighted-interleave` / `-w`.
+    WeightedInterleave,
+    /// `--localalloc` / `-l` (no value).
+    LocalAlloc,
+}
+
+impl OptKind {
+    /// The long option name, for messages.
+    pub fn flag(self) -> &'static str {
+        match self {
+            OptKind::CpuNodeBind => "--cpunodebind",
+            OptKind::PhysCpuBind => "--physcpubind",
+            OptKind::MemBind => "--membind",
+            OptKind::Preferred => "--preferred",
+            OptKind::PreferredMany => "--preferred-many",
+            OptKind::Interleave => "--interleave",
+            OptKind::WeightedInterleave => "--weighted-interleave",
+            OptKind::LocalAlloc => "--localalloc",
+        }
+    }
+
+    fn mem_mode(self) -> Option<MemMode> {
+        Some(match self {
+            OptKind::MemBind => MemMode::Bind,
+            OptKind::Preferred => MemMode::Preferred,
+            OptKind::PreferredMany => MemMode::PreferredMany,
+            OptKind::Interleave => MemMode::Interleave,
+            OptKind::WeightedInterleave => MemMode::WeightedInterleave,
+            OptKind::LocalAlloc => MemMode::Local,
+            OptKind::CpuNodeBind | OptKind::PhysCpuBind => return None,
+        })
+    }
+}
+
+/// One option with its value, in command-line order (`same` refers back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyOpt {
+    /// The option.
+    pub kind: OptKind,
+    /// Its value (`None` for `--localalloc`).
+    pub value: Option<String>,
+}
+
+/// A placement request: options in command-line order plus flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Request {
+    /// The options, in order.
+    pub opts: Vec<PolicyOpt>,
+    /// `--balancing` / `-b`: MPOL_F_NUMA_BALANCING with `--membind`.
+    pub balancing: bool,
+    /// `--all` / `-a`: `all`, `!` and `+` refer to every node and CPU, not
+    /// only to the caller's cpuset.
+    pub all: bool,
+}
+
+/// What the request is resolved against.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The machine model (nodes, CPUs, memory, allowed set).
+    pub topo: &'a Topology,
+    /// Where I/O specifiers are looked up.
+    pub sys: &'a SysRoot,
+    /// Running kernel version (major, minor), if known.
+    pub kernel: Option<(u32, u32)>,
+}
+
+/// A refused request: one line naming the value and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaceError(pub String);
+
+impl fmt::Display for PlaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for PlaceError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, PlaceError> {
+    Err(PlaceError(msg.into()))
+}
+
+fn list_or_none(s: &str) -> &str {
+    if s.is_empty() {
+        "none"
+    } else {
+        s
+    }
+}
+
+impl Request {
+    /// Resolves the request into a plan, or says why it cannot be done.
+    pub fn resolve(&self, ctx: &Context<'_>) -> Result<Plan, PlaceError> {
+        let topo = ctx.topo;
+        let existing = topo.node_ids();
+        let allowed_nodes = topo.allowed.nodes.intersection(&existing);
+        let allowed_cpus = topo.allowed.cpus.clone();
+        let mut previous: Option<NodeSet> = None;
+        let mut cpus: Option<CpuSet> = None;
+        let mut cpus_from: Vec<String> = Vec::new();
+        let mut memory: Option<MemPolicy> = None;
+
+        for opt in &self.opts {
+            let flag = opt.kind.flag();
+            match opt.kind {
+                OptKind::PhysCpuBind => {
+                    let v = opt.value.as_deref().unwrap_or("");
+                    let base = if self.all { topo.online_cpus.clone() } else { allowed_cpus.clone() };
+                    let spec = SetSpec::<crate::sets::Cpu>::parse(v).map_err(|e| PlaceError(format!("{flag}: {e}")))?;
+                    let set = spec.resolve(&base, None).map_err(|e| PlaceError(format!("{flag} {v}: {e}")))?;
+                    check_cpus(flag, v, &set, topo)?;
+                    cpus = Some(intersect(cpus.take(), set, &mut cpus_from, format!("{flag} {v}"))?);
+                }
+                OptKind::LocalAlloc => {
+                    if memory.is_some() {
+                        return err(format!("{flag} conflicts with the memory policy given before it"));
+                    }
+                    memory = Some(MemPolicy { mode: MemMode::Local, nodes: NodeSet::new(), balancing: false });
+                }
+                kind => {
+                    let v = opt.value.as_deref().unwrap_or("");
+                    let nodes = self.node_spec(ctx, flag, v, kind, &allowed_nodes, previous.as_ref())?;
+                    previous = Some(nodes.clone());
+                    check_nodes(flag, v, &nodes, topo)?;
+                    if kind == OptKind::CpuNodeBind {
+                        if let Some(n) = nodes.iter().find(|&n| topo.node(n).is_some_and(|x| !x.has_cpu)) {
+                            return err(format!("{flag} {v}: node {n} has no CPUs (a memory-only node); bind memory there with --membind, CPUs elsewhere"));
+                        }
+                        let set = topo.cpus_of_nodes(&nodes).intersection(&topo.online_cpus);
+                        let set = if self.all { set } else { set.intersection(&allowed_cpus) };
+                        if set.is_empty() {
+                            return err(format!(
+                                "{flag} {v}: none of the CPUs of node(s) {} is allowed (allowed CPUs: {}; a cpuset/cgroup restricts this process)",
+                                nodes.to_list(),
+                                list_or_none(&allowed_cpus.to_list())
+                            ));
+                        }
+                        cpus = Some(intersect(cpus.take(), set, &mut cpus_from, format!("{flag} {v}"))?);
+                        continue;
+                    }
+                    let Some(mode) = kind.mem_mode() else { continue };
+                    if let Some(prev) = &memory {
+                        return err(format!(
+                            "{flag} {v} conflicts with the {} policy given before it: give one memory policy",
+                            prev.mode.name()
+                        ));
+                    }
+                    if let Some(n) = nodes.iter().find(|&n| topo.node(n).is_some_and(|x| !x.has_memory)) {
+                        return err(format!(
+                            "{flag} {v}: node {n} has no memory (a memory-less CPU node); its CPUs use node(s) {} for memory",
+                            nearest_memory_nodes(topo, n).to_list()
+                        ));
+                    }
+                    if kind == OptKind::Preferred && nodes.len() != 1 {
+                        return err(format!("{flag} {v}: --preferred takes exactly one node (use --preferred-many for several)"));
+                    }
+                    if kind == OptKind::WeightedInterleave && ctx.kernel.is_some_and(|k| k < (6, 9)) {
+                        let (a, b) = ctx.kernel.unwrap_or((0, 0));
+                        return err(format!("{flag}: weighted interleave needs Linux 6.9 or later; this kernel is {a}.{b}"));
+                    }
+                    if kind == OptKind::PreferredMany && ctx.kernel.is_some_and(|k| k < (5, 15)) {
+                        let (a, b) = ctx.kernel.unwrap_or((0, 0));
+                        return err(format!("{flag}: preferred-many needs Linux 5.15 or later; this kernel is {a}.{b}"));
+                    }
+                    memory = Some(MemPolicy { mode, nodes, balancing: false });
+                }
+            }
+        }
+        if self.balancing {
+            match memory.as_mut() {
+                Some(m) if m.mode == MemMode::Bind => {
+                    if ctx.kernel.is_some_and(|k| k < (5, 12)) {
+                        return err("--balancing: NUMA balancing of bound memory needs Linux 5.12 or later");
+                    }
+                    m.balancing = true;
+                }
+                _ => return err("--balancing only applies together with --membind"),
+            }
+        }
+        if let (Some(m), Some(c)) = (&memory, &cpus) {
+            if m.mode == MemMode::Local {
+                let nodes = topo.nodes_of_cpus(c);
+                if nodes.len() > 1 {
+                    return err(format!(
+                        "--localalloc with CPUs {} on several nodes ({}): memory would land on whichever node a thread runs; bind CPUs to one node or use --membind",
+                        c.to_list(),
+                        nodes.to_list()
+                    ));
+                }
+            }
+        }
+        Ok(Plan { cpus, memory })
+    }
+
+    fn node_spec(
+        &self,
+        ctx: &Context<'_>,
+        flag: &str,
+        v: &str,
+        kind: OptKind,
+        allowed_nodes: &NodeSet,
+        previous: Option<&NodeSet>,
+    ) -> Result<NodeSet, PlaceError> {
+        let topo = ctx.topo;
+        if iospec::is_iospec(v) {
+            return iospec::resolve(ctx.sys, topo, v).map_err(|e| PlaceError(format!("{flag} {v}: {e}")));
+        }
+        // What `all`, `!` and `+` refer to: the allowed nodes that can serve
+        // this option (with memory for memory policies, with CPUs for CPU
+        // binding), or every such node with --all.
+        let base = if self.all { topo.node_ids() } else { allowed_nodes.clone() };
+        let usable = match kind {
+            OptKind::CpuNodeBind => topo.cpu_nodes(),
+            _ => topo.memory_nodes(),
+        };
+        let spec = SetSpec::<crate::sets::Node>::parse(v).map_err(|e| PlaceError(format!("{flag}: {e}")))?;
+        let base = match &spec {
+            SetSpec::Ids { all: true, .. } | SetSpec::Ids { invert: true, .. } => base.intersection(&usable),
+            _ => base,
+        };
+        let nodes = spec.resolve(&base, previous).map_err(|e| PlaceError(format!("{flag} {v}: {e}")))?;
+        if nodes.is_empty() {
+            return err(format!("{flag} {v}: selects no node"));
+        }
+        Ok(nodes)
+    }
+}
+
+fn intersect(prev: Option<CpuSet>, set: CpuSet, from: &mut Vec<String>, what: String) -> Result<CpuSet, PlaceError> {
+    let out = match prev {
+        None => set,
+        Some(p) => {
+            let i = p.intersection(&set);
+            if i.is_empty() {
+                return err(format!("{what} has no CPU in common with {} (CPUs {})", from.join(" "), p.to_list()));
+            }
+            i
+        }
+    };
+    from.push(what);
+    Ok(out)
+}
+
+fn check_nodes(flag: &str, v: &str, nodes: &NodeSet, topo: &Topology) -> Result<(), PlaceError> {
+    let existing = topo.node_ids();
+    let unknown = nodes.difference(&existing);
+    if !unknown.is_empty() {
+        return err(format!(
+            "{flag} {v}: node {} does not exist (this machine has node(s) {})",
+            unknown.to_list(),
+            existing.to_list()
+        ));
+    }
+    let disallowed = nodes.difference(&topo.allowed.nodes);
+    if !disallowed.is_empty() {
+        return err(format!(
+            "{flag} {v}: node {} is outside the allowed nodes {} (a cpuset/cgroup restricts this process)",
+            disallowed.to_list(),
+            list_or_none(&topo.allowed.nodes.to_list())
+        ));
+    }
+    Ok(())
+}
+
+fn check_cpus(flag: &str, v: &str, cpus: &CpuSet, topo: &Topology) -> Result<(), PlaceError> {
+    if cpus.is_empty() {
+        return err(format!("{flag} {v}: selects no CPU"));
+    }
+    let unknown = cpus.difference(&topo.possible_cpus);
+    if !unknown.is_empty() {
+        return err(format!(
+            "{flag} {v}: CPU {} does not exist (this machine has CPUs {})",
+            unknown.to_list(),
+            topo.possible_cpus.to_list()
+        ));
+    }
+    let offline = cpus.difference(&topo.online_cpus);
+    if !offline.is_empty() {
+        return err(format!("{flag} {v}: CPU {} is offline", offline.to_list()));
+    }
+    let disallowed = cpus.difference(&topo.allowed.cpus);
+    if !disallowed.is_empty() {
+        return err(format!(
+            "{flag} {v}: CPU {} is outside the allowed CPUs {} (a cpuset/cgroup restricts this process)",
+            disallowed.to_list(),
+            list_or_none(&topo.allowed.cpus.to_list())
+        ));
+    }
+    Ok(())
+}
+
+/// The memory nodes nearest (by SLIT distance) to node `n`.
+pub fn nearest_memory_nodes(topo: &Topology, n: u32) -> NodeSet {
+    let mem = topo.memory_nodes();
+    let best = mem.iter().filter_map(|m| topo.distance(n, m)).min();
+    mem.iter().filter(|&m| best.is_some() && topo.distance(n, m) == best).collect()
+}
+
+/// Parses `/proc/sys/kernel/osrelease` style text ("6.1.0-27-amd64").
+pub fn parse_kernel_version(text: &str) -> Option<(u32, u32)> {
+    let mut it = text.trim().split(|c: char| !c.is_ascii_digit());
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests;

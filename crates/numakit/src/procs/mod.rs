@@ -1,0 +1,183 @@
+//! Processes as the kernel shows them under `/proc/PID`: `status`
+//! (allowed CPUs and nodes), `task/TID/stat` (last CPU of each thread) and
+//! `numa_maps` (memory per mapping and node, and each mapping's policy).
+//! Read through [`SysRoot`]; a process that has exited is `Ok(None)`, not
+//! an error.
+
+pub mod numa_maps;
+
+use crate::sets::{CpuSet, NodeSet};
+use crate::sys::{SysError, SysRoot};
+
+pub use numa_maps::{MappingKind, NumaMapping};
+
+/// What `/proc/PID/status` says about placement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// `Name`.
+    pub name: String,
+    /// `Cpus_allowed_list`.
+    pub cpus_allowed: CpuSet,
+    /// `Mems_allowed_list`.
+    pub mems_allowed: NodeSet,
+    /// `Threads`.
+    pub threads: u64,
+    /// `VmRSS` in bytes (0 for kernel threads).
+    pub rss_bytes: u64,
+}
+
+/// Parses `/proc/PID/status` text.
+pub fn parse_status(text: &str) -> Option<Status> {
+    let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+    let kb = |key: &str| {
+        field(key).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok()).map_or(0, |v| v * 1024)
+    };
+    Some(Status {
+        name: field("Name:")?.to_string(),
+        cpus_allowed: CpuSet::parse_list(field("Cpus_allowed_list:")?).ok()?,
+        mems_allowed: NodeSet::parse_list(field("Mems_allowed_list:")?).ok()?,
+        threads: field("Threads:").and_then(|v| v.parse().ok()).unwrap_or(1),
+        rss_bytes: kb("VmRSS:"),
+    })
+}
+
+/// Reads `/proc/PID/status`; `Ok(None)` if the process is gone.
+pub fn read_status(sys: &SysRoot, pid: i32) -> Result<Option<Status>, SysError> {
+    let rel = format!("proc/{pid}/status");
+    match sys.read(&rel)? {
+        None => Ok(None),
+        Some(t) => parse_status(&t).map(Some).ok_or_else(|| sys.invalid(&rel, "no Name/Cpus_allowed_list/Mems_allowed_list")),
+    }
+}
+
+/// Thread ids of a process (`/proc/PID/task`), sorted; empty if gone.
+pub fn thread_ids(sys: &SysRoot, pid: i32) -> Result<Vec<i32>, SysError> {
+    let mut ids: Vec<i32> =
+        sys.list_dir(format!("proc/{pid}/task"))?.unwrap_or_default().iter().filter_map(|s| s.parse().ok()).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// One thread's placement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Thread id.
+    pub tid: i32,
+    /// `comm`.
+    pub comm: String,
+    /// CPU it last ran on (`stat` field 39).
+    pub last_cpu: Option<u32>,
+    /// Its affinity (`Cpus_allowed_list` of `task/TID/status`).
+    pub cpus_allowed: CpuSet,
+}
+
+/// Parses `comm` and the last CPU from a `stat` line (the comm may hold
+/// spaces and parentheses, so fields are counted after the last `)`).
+pub fn parse_stat_line(text: &str) -> Option<(String, Option<u32>)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state); field 39 (processor) is rest[36].
+    Some((comm, rest.get(36).and_then(|v| v.parse().ok())))
+}
+
+/// Reads every thread of a process; threads that exit meanwhile are left
+/// out. `Ok(None)` if the process itself is gone.
+pub fn read_threads(sys: &SysRoot, pid: i32) -> Result<Option<Vec<ThreadInfo>>, SysError> {
+    if !sys.exists(format!("proc/{pid}")) {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for tid in thread_ids(sys, pid)? {
+        let Some(stat) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
+        let Some(status) = sys.read(format!("proc/{pid}/task/{tid}/status"))? else { continue };
+        let Some((comm, last_cpu)) = parse_stat_line(&stat) else { continue };
+        let Some(st) = parse_status(&status) else { continue };
+        out.push(ThreadInfo { tid, comm, last_cpu, cpus_allowed: st.cpus_allowed });
+    }
+    Ok(Some(out))
+}
+
+/// Reads and parses `/proc/PID/numa_maps`; `Ok(None)` if the process is
+/// gone. (Reading it takes the process's mmap lock: read it only for the
+/// processes a view shows.)
+pub fn read_numa_maps(sys: &SysRoot, pid: i32) -> Result<Option<Vec<NumaMapping>>, SysError> {
+    Ok(sys.read(format!("proc/{pid}/numa_maps"))?.map(|t| numa_maps::parse(&t)))
+}
+
+/// One line of `/proc/PID/maps`: an address range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapRange {
+    /// Start address.
+    pub start: u64,
+    /// End address (exclusive).
+    pub end: u64,
+}
+
+/// Parses `/proc/PID/maps` ranges.
+pub fn parse_maps(text: &str) -> Vec<MapRange> {
+    text.lines()
+        .filter_map(|l| {
+            let (range, _) = l.split_once(' ')?;
+            let (a, b) = range.split_once('-')?;
+            Some(MapRange { start: u64::from_str_radix(a, 16).ok()?, end: u64::from_str_radix(b, 16).ok()? })
+        })
+        .collect()
+}
+
+/// Reads `/proc/PID/maps`; `Ok(None)` if the process is gone.
+pub fn read_maps(sys: &SysRoot, pid: i32) -> Result<Option<Vec<MapRange>>, SysError> {
+    Ok(sys.read(format!("proc/{pid}/maps"))?.map(|t| parse_maps(&t)))
+}
+
+/// Resident bytes per node of a process, summed over its mappings.
+pub fn bytes_per_node(maps: &[NumaMapping]) -> std::collections::BTreeMap<u32, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for m in maps {
+        for (n, b) in m.bytes_per_node() {
+            *out.entry(n).or_default() += b;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn maps_ranges() {
+        let m = super::parse_maps("00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus\n7ffd-7fff rw-p 0 0:0 0 [stack]\n");
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].start, m[0].end), (0x400000, 0x452000));
+    }
+
+    use super::*;
+
+    #[test]
+    fn stat_line_with_odd_comm() {
+        let line = "1234 (my (odd) prog) S 1 1234 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 2 0 100 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        let (comm, cpu) = parse_stat_line(line).expect("parse");
+        assert_eq!(comm, "my (odd) prog");
+        assert_eq!(cpu, Some(3));
+    }
+
+    #[test]
+    fn status_fields() {
+        let t = "Name:\tsleep\nThreads:\t2\nVmRSS:\t  1024 kB\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n";
+        let s = parse_status(t).expect("status");
+        assert_eq!((s.name.as_str(), s.threads, s.rss_bytes), ("sleep", 2, 1 << 20));
+        assert_eq!(s.cpus_allowed.to_list(), "0-3");
+        assert_eq!(s.mems_allowed.to_list(), "0-1");
+    }
+
+    #[test]
+    fn live_self_is_readable() {
+        let sys = SysRoot::live();
+        let pid = std::process::id() as i32;
+        let st = read_status(&sys, pid).expect("read").expect("exists");
+        assert!(!st.cpus_allowed.is_empty());
+        let th = read_threads(&sys, pid).expect("read").expect("exists");
+        assert!(th.iter().any(|t| t.tid == pid) && th.iter().all(|t| t.last_cpu.is_some()));
+        assert!(read_status(&sys, i32::MAX).expect("ok").is_none());
+    }
+}

@@ -1,0 +1,79 @@
+//! CPU time counters of `/proc/stat` (`cpuN user nice system idle iowait
+//! irq softirq steal ...`, in clock ticks) and the idle share between two
+//! samples.
+
+use std::collections::BTreeMap;
+
+use super::{SysError, SysRoot};
+use crate::sets::CpuSet;
+
+/// Ticks of one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTicks {
+    /// idle + iowait.
+    pub idle: u64,
+    /// All ticks (guest time is already part of user time).
+    pub total: u64,
+}
+
+/// Per-CPU ticks keyed by CPU id.
+pub type CpuSample = BTreeMap<u32, CpuTicks>;
+
+/// Parses `/proc/stat` text.
+pub fn parse_stat(text: &str) -> CpuSample {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else { continue };
+        let mut f = rest.split_whitespace();
+        let Some(id) = f.next().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+        if v.len() < 4 {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal (guest, guest_nice
+        // are included in user/nice).
+        let total = v.iter().take(8).sum();
+        let idle = v[3] + v.get(4).copied().unwrap_or(0);
+        out.insert(id, CpuTicks { idle, total });
+    }
+    out
+}
+
+/// Reads `/proc/stat`.
+pub fn read_cpu_sample(sys: &SysRoot) -> Result<CpuSample, SysError> {
+    let text = sys.read("proc/stat")?.ok_or_else(|| sys.invalid("proc/stat", "missing"))?;
+    Ok(parse_stat(&text))
+}
+
+/// Idle share (0..=1) of each CPU between two samples; CPUs whose counters
+/// did not move (no ticks elapsed) count as idle.
+pub fn idle_share(before: &CpuSample, after: &CpuSample) -> BTreeMap<u32, f64> {
+    after
+        .iter()
+        .map(|(id, a)| {
+            let b = before.get(id).copied().unwrap_or_default();
+            let dt = a.total.saturating_sub(b.total);
+            let di = a.idle.saturating_sub(b.idle);
+            (*id, if dt == 0 { 1.0 } else { di as f64 / dt as f64 })
+        })
+        .collect()
+}
+
+/// CPUs idle for at least `threshold` of the interval.
+pub fn idle_cpus(before: &CpuSample, after: &CpuSample, threshold: f64) -> CpuSet {
+    idle_share(before, after).into_iter().filter(|(_, s)| *s >= threshold).map(|(id, _)| id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_between_samples() {
+        let a = parse_stat("cpu  1 2 3 4\ncpu0 100 0 0 900 0 0 0 0 0 0\ncpu1 500 0 0 500 0 0 0 0\nintr 5\n");
+        let b = parse_stat("cpu0 110 0 0 990 0 0 0 0 0 0\ncpu1 590 0 0 510 0 0 0 0\n");
+        let s = idle_share(&a, &b);
+        assert!((s[&0] - 0.9).abs() < 1e-9 && (s[&1] - 0.1).abs() < 1e-9);
+        assert_eq!(idle_cpus(&a, &b, 0.5).to_list(), "0");
+    }
+}
