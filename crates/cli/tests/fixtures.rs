@@ -59,9 +59,7 @@ const RAW_SYSFS_DECIDES: &[(&str, &str, &str)] = &[
 ];
 
 fn decided_by_raw(fixture: &str, check: &str) -> bool {
-    RAW_SYSFS_DECIDES
-        .iter()
-        .any(|(f, c, _)| *f == fixture && (c.split(", ").any(|x| x == check) || *c == "all"))
+    RAW_SYSFS_DECIDES.iter().any(|(f, c, _)| *f == fixture && (c.split(", ").any(|x| x == check) || *c == "all"))
 }
 
 /// Nodes whose CPUs hwloc moves elsewhere (memory-less or CPU-less nodes);
@@ -85,7 +83,8 @@ fn check_against_hwloc(f: &Fixture, t: &Topology) -> Vec<String> {
     if decided_by_raw(&f.name, "all") {
         return bad; // numactl's reference is checked instead (see the reason)
     }
-    let ref_nodes: NodeSet = r["nodes"].as_array().expect("nodes").iter().filter_map(|n| n["os_index"].as_u64()).map(|v| v as u32).collect();
+    let ref_nodes: NodeSet =
+        r["nodes"].as_array().expect("nodes").iter().filter_map(|n| n["os_index"].as_u64()).map(|v| v as u32).collect();
     if ref_nodes != t.node_ids() && !decided_by_raw(&f.name, "nodes") {
         bad.push(format!("nodes: hwloc {} numakit {}", ref_nodes.to_list(), t.node_ids().to_list()));
     }
@@ -114,7 +113,8 @@ fn check_against_hwloc(f: &Fixture, t: &Topology) -> Vec<String> {
         }
     }
     if let Some(d) = r["distances"].as_array().and_then(|a| a.first()) {
-        let ids: Vec<u32> = d["os_indexes"].as_array().expect("ids").iter().filter_map(Value::as_u64).map(|v| v as u32).collect();
+        let ids: Vec<u32> =
+            d["os_indexes"].as_array().expect("ids").iter().filter_map(Value::as_u64).map(|v| v as u32).collect();
         for (i, row) in d["matrix"].as_array().expect("matrix").iter().enumerate() {
             for (j, v) in row.as_array().expect("row").iter().enumerate() {
                 let ours = t.distance(ids[i], ids[j]);

@@ -101,8 +101,10 @@ pub fn run(sys: &SysRoot, args: &MigrateArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
-    let bytes_to_move: u64 = before.iter().filter(|(n, _)| from.contains(**n) && !to.contains(**n)).map(|(_, b)| b).sum();
-    let target_free: u64 = to.iter().filter_map(|n| topo.node(n)).filter_map(|n| n.memory.and_then(|m| m.free_bytes)).sum();
+    let bytes_to_move: u64 =
+        before.iter().filter(|(n, _)| from.contains(**n) && !to.contains(**n)).map(|(_, b)| b).sum();
+    let target_free: u64 =
+        to.iter().filter_map(|n| topo.node(n)).filter_map(|n| n.memory.and_then(|m| m.free_bytes)).sum();
     if bytes_to_move > target_free && !args.force {
         return Err(Failure::system(format!(
             "not enough free memory: {} to move from node(s) {} but node(s) {} have {} free (use --force to try anyway)",

@@ -58,9 +58,12 @@ fn fail(msg: impl Into<String>) -> Failure {
     Failure { code: EXIT, message: msg.into() }
 }
 
+/// Options as (short letter, value) pairs, in order.
+type Opts = Vec<(char, Option<String>)>;
+
 /// Splits numactl's argument list into (option, value) pairs and the
 /// command, by getopt_long's rules.
-pub fn parse(args: &[String]) -> Result<(Vec<(char, Option<String>)>, Vec<String>), Failure> {
+pub fn parse(args: &[String]) -> Result<(Opts, Vec<String>), Failure> {
     let mut opts = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -87,7 +90,11 @@ pub fn parse(args: &[String]) -> Result<(Vec<(char, Option<String>)>, Vec<String
                     Some(v) => Some(v),
                     None => {
                         i += 1;
-                        Some(args.get(i).cloned().ok_or_else(|| fail(format!("option '--{name}' requires an argument")))?)
+                        Some(
+                            args.get(i)
+                                .cloned()
+                                .ok_or_else(|| fail(format!("option '--{name}' requires an argument")))?,
+                        )
                     }
                 }
             } else {
@@ -229,7 +236,7 @@ fn apply(sys: &SysRoot, topo: &Topology, req: &Request) -> Result<(), Failure> {
 mod tests {
     use super::*;
 
-    fn p(s: &[&str]) -> (Vec<(char, Option<String>)>, Vec<String>) {
+    fn p(s: &[&str]) -> (Opts, Vec<String>) {
         parse(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>()).unwrap_or_else(|e| panic!("{}", e.message))
     }
 

@@ -33,7 +33,10 @@ pub fn request_from(args: &RunArgs, m: &ArgMatches) -> Request {
     push("interleave", OptKind::Interleave, &args.interleave);
     push("weighted_interleave", OptKind::WeightedInterleave, &args.weighted_interleave);
     if args.localalloc {
-        opts.push((m.index_of("localalloc").unwrap_or(usize::MAX), PolicyOpt { kind: OptKind::LocalAlloc, value: None }));
+        opts.push((
+            m.index_of("localalloc").unwrap_or(usize::MAX),
+            PolicyOpt { kind: OptKind::LocalAlloc, value: None },
+        ));
     }
     opts.sort_by_key(|(i, _)| *i);
     Request { opts: opts.into_iter().map(|(_, o)| o).collect(), balancing: args.balancing, all: args.all }
@@ -131,8 +134,9 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs) -> anyhow::Result<u8
     };
     let reserve = match &args.reserve {
         Some(r) => SetSpec::<numakit::sets::Cpu>::parse(r)
-            .and_then(|s| Ok(s.resolve(&topo.online_cpus, None).unwrap_or_default()))
-            .map_err(|e| Failure::usage(format!("--reserve: {e}")))?,
+            .map_err(|e| Failure::usage(format!("--reserve: {e}")))?
+            .resolve(&topo.online_cpus, None)
+            .map_err(|e| Failure::usage(format!("--reserve {r}: {e}")))?,
         None => CpuSet::new(),
     };
     let req = AutoRequest { cpus: args.cpus.unwrap_or(1), mem_bytes, reserve };

@@ -20,7 +20,7 @@ pub fn self_policy(topo: &Topology) -> Result<SelfPolicy, Failure> {
     let p = act::get_mempolicy().map_err(|e| Failure::system(e.to_string()))?;
     let cpus = act::get_affinity(act::Pid::SELF).map_err(|e| Failure::system(e.to_string()))?;
     let interleave_next = if matches!(p.mode, act::Mode::Interleave | act::Mode::WeightedInterleave) {
-        0 // PENDING: act::mempolicy::interleave_next_node()
+        act::interleave_next_node().unwrap_or(0)
     } else {
         0
     };

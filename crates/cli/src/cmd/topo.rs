@@ -29,8 +29,7 @@ pub fn run(sys: &numakit::sys::SysRoot, args: &TopoArgs) -> anyhow::Result<u8> {
         if path.as_os_str() == "-" {
             svg
         } else {
-            std::fs::write(path, svg)
-                .map_err(|e| Failure::system(format!("cannot write {}: {e}", path.display())))?;
+            std::fs::write(path, svg).map_err(|e| Failure::system(format!("cannot write {}: {e}", path.display())))?;
             return Ok(0);
         }
     } else {

@@ -127,7 +127,6 @@ fn extract_all() -> Vec<Fixture> {
     out
 }
 
-
 /// The root of the fixture called `name`, if the fixtures are present.
 pub fn fixture_root(name: &str) -> Option<PathBuf> {
     fixtures().iter().find(|f| f.name == name).map(|f| f.root.clone())

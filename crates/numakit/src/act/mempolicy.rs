@@ -579,6 +579,27 @@ pub fn node_of_address(addr: usize) -> Result<u32> {
     u32::try_from(node).map_err(|_| ActError::sys("get_mempolicy", libc::EINVAL))
 }
 
+/// The node the calling thread's next interleaved allocation goes to
+/// ([get_mempolicy(2)](https://man7.org/linux/man-pages/man2/get_mempolicy.2.html)
+/// with `MPOL_F_NODE` and no address), as `numactl --show` prints it.
+/// `EINVAL` unless the thread's policy interleaves.
+///
+/// ```
+/// use numakit::act::{interleave_next_node, set_mempolicy, Mode, ModeFlags};
+/// use numakit::sets::NodeSet;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// std::thread::spawn(|| -> Result<(), numakit::act::ActError> {
+///     set_mempolicy(Mode::Interleave, ModeFlags::NONE, &NodeSet::parse_list("0").unwrap())?;
+///     assert_eq!(interleave_next_node()?, 0);
+///     Ok(())
+/// }).join().unwrap()?;
+/// # Ok(()) }
+/// ```
+pub fn interleave_next_node() -> Result<u32> {
+    let (node, _) = get_raw(0, MPOL_F_NODE)?;
+    u32::try_from(node).map_err(|_| ActError::sys("get_mempolicy", libc::EINVAL))
+}
+
 /// The nodes the calling thread may allocate on, its cpuset's `mems`
 /// ([get_mempolicy(2)](https://man7.org/linux/man-pages/man2/get_mempolicy.2.html)
 /// with `MPOL_F_MEMS_ALLOWED`, Linux 2.6.24).
@@ -669,9 +690,10 @@ pub unsafe fn mbind(
 }
 
 /// Whether the running kernel accepts `mode` with `flags`, found out
-/// without changing anything: an `mbind` of zero bytes, which the kernel
-/// answers after checking the mode and flags and before touching any
-/// mapping. Used to turn `EINVAL` into [`ActError::Unsupported`]; callers
+/// without changing anything: an
+/// [mbind(2)](https://man7.org/linux/man-pages/man2/mbind.2.html) of zero
+/// bytes, which the kernel answers after checking the mode and flags and
+/// before touching any mapping. Used to turn `EINVAL` into [`ActError::Unsupported`]; callers
 /// can use it to offer only what the kernel has.
 ///
 /// ```

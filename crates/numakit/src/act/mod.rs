@@ -42,8 +42,8 @@ pub use affinity::{current_cpu_and_node, get_affinity, set_affinity};
 pub use alloc::NodeBuffer;
 pub use log::{Change, ChangeRecord};
 pub use mempolicy::{
-    get_mempolicy, get_mempolicy_at, kernel_supports, mbind, mems_allowed, node_of_address, set_mempolicy, MbindFlags,
-    Mode, ModeFlags, ParseModeError, Policy,
+    get_mempolicy, get_mempolicy_at, interleave_next_node, kernel_supports, mbind, mems_allowed, node_of_address,
+    set_mempolicy, MbindFlags, Mode, ModeFlags, ParseModeError, Policy,
 };
 pub use pages::{migrate_pages, move_pages, query_pages, MoveFlags, PageStatus};
 

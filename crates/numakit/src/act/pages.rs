@@ -177,7 +177,9 @@ pub fn move_pages(pid: Pid, pages: &[usize], nodes: Option<&[u32]>, flags: MoveF
 }
 
 /// Where the pages at `pages` of process `pid` are: [`move_pages`] without
-/// target nodes. Nothing changes and nothing is recorded; an untouched page
+/// target nodes
+/// ([move_pages(2)](https://man7.org/linux/man-pages/man2/move_pages.2.html)
+/// with `nodes` null). Nothing changes and nothing is recorded; an untouched page
 /// is [`PageStatus::Error`]`(ENOENT)` (it is not faulted in), an address
 /// with nothing mapped `EFAULT`.
 ///

@@ -99,7 +99,7 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
             nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes)
         }
     };
-    let free_of = |nodes: &NodeSet| -> u64 { nodes.iter().filter_map(|m| load_of(m)).map(|l| l.free_bytes).sum() };
+    let free_of = |nodes: &NodeSet| -> u64 { nodes.iter().filter_map(&load_of).map(|l| l.free_bytes).sum() };
     let cpu_nodes: Vec<&NodeLoad> =
         loads.iter().filter(|l| topo.node(l.node).is_some_and(|n| n.has_cpu) && !usable(l).is_empty()).collect();
 
@@ -138,7 +138,10 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
             Rule::OneNode => (MemMode::Bind, m.clone()),
             _ => {
                 let first = m.first().map(|f| std::iter::once(f).collect()).unwrap_or_default();
-                (if m.len() == 1 { MemMode::Preferred } else { MemMode::PreferredMany }, if m.len() == 1 { first } else { m.clone() })
+                (
+                    if m.len() == 1 { MemMode::Preferred } else { MemMode::PreferredMany },
+                    if m.len() == 1 { first } else { m.clone() },
+                )
             }
         };
         let reason = match rule {
@@ -175,7 +178,9 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
     let mut best: Option<(u32, u32, u64, NodeSet)> = None;
     for start in &cpu_nodes {
         let mut others: Vec<&&NodeLoad> = cpu_nodes.iter().filter(|l| l.node != start.node).collect();
-        others.sort_by_key(|l| (topo.distance(start.node, l.node).unwrap_or(u32::MAX), std::cmp::Reverse(usable(l).len()), l.node));
+        others.sort_by_key(|l| {
+            (topo.distance(start.node, l.node).unwrap_or(u32::MAX), std::cmp::Reverse(usable(l).len()), l.node)
+        });
         let mut group: NodeSet = std::iter::once(start.node).collect();
         let mut idle = usable(start).len();
         for o in others {

@@ -181,15 +181,21 @@ impl Request {
                         ));
                     }
                     if kind == OptKind::Preferred && nodes.len() != 1 {
-                        return err(format!("{flag} {v}: --preferred takes exactly one node (use --preferred-many for several)"));
+                        return err(format!(
+                            "{flag} {v}: --preferred takes exactly one node (use --preferred-many for several)"
+                        ));
                     }
                     if kind == OptKind::WeightedInterleave && ctx.kernel.is_some_and(|k| k < (6, 9)) {
                         let (a, b) = ctx.kernel.unwrap_or((0, 0));
-                        return err(format!("{flag}: weighted interleave needs Linux 6.9 or later; this kernel is {a}.{b}"));
+                        return err(format!(
+                            "{flag}: weighted interleave needs Linux 6.9 or later; this kernel is {a}.{b}"
+                        ));
                     }
                     if kind == OptKind::PreferredMany && ctx.kernel.is_some_and(|k| k < (5, 15)) {
                         let (a, b) = ctx.kernel.unwrap_or((0, 0));
-                        return err(format!("{flag}: preferred-many needs Linux 5.15 or later; this kernel is {a}.{b}"));
+                        return err(format!(
+                            "{flag}: preferred-many needs Linux 5.15 or later; this kernel is {a}.{b}"
+                        ));
                     }
                     memory = Some(MemPolicy { mode, nodes, balancing: false });
                 }

@@ -46,7 +46,9 @@ pub fn read_status(sys: &SysRoot, pid: i32) -> Result<Option<Status>, SysError> 
     let rel = format!("proc/{pid}/status");
     match sys.read(&rel)? {
         None => Ok(None),
-        Some(t) => parse_status(&t).map(Some).ok_or_else(|| sys.invalid(&rel, "no Name/Cpus_allowed_list/Mems_allowed_list")),
+        Some(t) => {
+            parse_status(&t).map(Some).ok_or_else(|| sys.invalid(&rel, "no Name/Cpus_allowed_list/Mems_allowed_list"))
+        }
     }
 }
 
@@ -146,7 +148,9 @@ pub fn bytes_per_node(maps: &[NumaMapping]) -> std::collections::BTreeMap<u32, u
 mod tests {
     #[test]
     fn maps_ranges() {
-        let m = super::parse_maps("00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus\n7ffd-7fff rw-p 0 0:0 0 [stack]\n");
+        let m = super::parse_maps(
+            "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus\n7ffd-7fff rw-p 0 0:0 0 [stack]\n",
+        );
         assert_eq!(m.len(), 2);
         assert_eq!((m[0].start, m[0].end), (0x400000, 0x452000));
     }

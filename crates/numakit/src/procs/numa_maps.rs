@@ -73,10 +73,8 @@ fn parse_line(line: &str) -> Option<NumaMapping> {
     let (addr, rest) = line.split_once(' ')?;
     let start = u64::from_str_radix(addr, 16).ok()?;
     // Two policy names hold a space: "prefer (many)" and "weighted interleave".
-    let split_at = ["prefer (many)", "weighted interleave"]
-        .iter()
-        .find(|p| rest.starts_with(*p))
-        .map_or(0, |p| p.len());
+    let split_at =
+        ["prefer (many)", "weighted interleave"].iter().find(|p| rest.starts_with(*p)).map_or(0, |p| p.len());
     let (policy, tail) = match rest[split_at..].find(' ') {
         Some(i) => (&rest[..split_at + i], &rest[split_at + i + 1..]),
         None => (rest, ""),

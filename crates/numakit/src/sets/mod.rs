@@ -148,12 +148,7 @@ impl<K: Kind> IdSet<K> {
 
     /// Largest member.
     pub fn last(&self) -> Option<u32> {
-        self.words
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, &w)| w != 0)
-            .map(|(i, &w)| i as u32 * 64 + 63 - w.leading_zeros())
+        self.words.iter().enumerate().rev().find(|(_, &w)| w != 0).map(|(i, &w)| i as u32 * 64 + 63 - w.leading_zeros())
     }
 
     /// Members in increasing order.
@@ -183,12 +178,7 @@ impl<K: Kind> IdSet<K> {
 
     /// `self \ other`.
     pub fn difference(&self, other: &Self) -> Self {
-        let words = self
-            .words
-            .iter()
-            .enumerate()
-            .map(|(i, a)| a & !other.words.get(i).copied().unwrap_or(0))
-            .collect();
+        let words = self.words.iter().enumerate().map(|(i, a)| a & !other.words.get(i).copied().unwrap_or(0)).collect();
         Self { words, _kind: PhantomData }.trimmed()
     }
 

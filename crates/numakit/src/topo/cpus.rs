@@ -135,7 +135,9 @@ pub(super) fn packages(cpus: &[Cpu]) -> Vec<Package> {
         }
     }
     for c in cpus.iter().filter(|c| c.online) {
-        let (Some(id), Some(set)) = (c.package, c.package_cpus.clone().or_else(|| c.package.and_then(|p| by_id.get(&p).cloned()))) else {
+        let (Some(id), Some(set)) =
+            (c.package, c.package_cpus.clone().or_else(|| c.package.and_then(|p| by_id.get(&p).cloned())))
+        else {
             continue;
         };
         let e = by_set.entry(set).or_insert_with(|| (id, CpuSet::new(), NodeSet::new(), Vec::new()));

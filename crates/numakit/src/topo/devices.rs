@@ -71,12 +71,12 @@ pub fn pci_parent(sys: &SysRoot, class_rel: &str) -> Result<Option<String>, SysE
     let resolved = lexical_join(base, &target);
     Ok(resolved
         .components()
+        .rev()
         .filter_map(|c| match c {
             Component::Normal(s) => s.to_str().map(str::to_string),
             _ => None,
         })
-        .filter(|s| is_pci_address(s))
-        .last())
+        .find(|s| is_pci_address(s)))
 }
 
 /// Reads all PCI devices and attaches network and block devices to them.

@@ -322,7 +322,8 @@ impl Topology {
     /// Number of cores: distinct SMT sibling groups among online CPUs
     /// (0 when the kernel gives no core information).
     pub fn core_count(&self) -> usize {
-        let mut groups: Vec<&CpuSet> = self.cpus.iter().filter(|c| c.online).filter_map(|c| c.siblings.as_ref()).collect();
+        let mut groups: Vec<&CpuSet> =
+            self.cpus.iter().filter(|c| c.online).filter_map(|c| c.siblings.as_ref()).collect();
         groups.sort();
         groups.dedup();
         groups.len()

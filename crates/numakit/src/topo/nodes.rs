@@ -130,10 +130,7 @@ fn fit_row(sys: &SysRoot, rel: &str, row: Vec<u32>, ids: &[u32]) -> Result<Vec<u
         let Some(wide) = sys.read_list::<crate::sets::Node>(format!("{NODE_DIR}/{list}"))? else { continue };
         let wide = wide.to_vec();
         if wide.len() == row.len() && ids.iter().all(|i| wide.contains(i)) {
-            return Ok(ids
-                .iter()
-                .filter_map(|i| wide.iter().position(|w| w == i).map(|p| row[p]))
-                .collect());
+            return Ok(ids.iter().filter_map(|i| wide.iter().position(|w| w == i).map(|p| row[p])).collect());
         }
     }
     Err(sys.invalid(rel, format!("{} distances for {} nodes", row.len(), ids.len())))
@@ -161,7 +158,10 @@ pub(super) fn read_distances(
                 Some(text) => {
                     let mut row = Vec::with_capacity(n);
                     for tok in text.split_whitespace() {
-                        row.push(tok.parse::<u32>().map_err(|_| sys.invalid(&rel, format!("\"{tok}\" is not a distance")))?);
+                        row.push(
+                            tok.parse::<u32>()
+                                .map_err(|_| sys.invalid(&rel, format!("\"{tok}\" is not a distance")))?,
+                        );
                     }
                     Some(fit_row(sys, &rel, row, &ids)?)
                 }

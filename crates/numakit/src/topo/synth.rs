@@ -62,7 +62,12 @@ impl SynthMachine {
                 SynthCpu { id, node: first % 2, package: first % 2, core: first / 2 }
             })
             .collect();
-        Self { cpus, nodes: vec![(0, mem_mib), (1, mem_mib)], distances: vec![vec![10, 21], vec![21, 10]], free_percent: 80 }
+        Self {
+            cpus,
+            nodes: vec![(0, mem_mib), (1, mem_mib)],
+            distances: vec![vec![10, 21], vec![21, 10]],
+            free_percent: 80,
+        }
     }
 
     /// Four nodes (one per package) with round-robin CPU numbering: CPU
@@ -137,7 +142,8 @@ impl SynthMachine {
         let nd = "sys/devices/system/node";
         put(&format!("{nd}/possible"), &format!("{}\n", ids.to_list()))?;
         put(&format!("{nd}/online"), &format!("{}\n", ids.to_list()))?;
-        let with_cpu: CpuSet = self.nodes.iter().filter(|(n, _)| !self.node_cpus(*n).is_empty()).map(|(n, _)| *n).collect();
+        let with_cpu: CpuSet =
+            self.nodes.iter().filter(|(n, _)| !self.node_cpus(*n).is_empty()).map(|(n, _)| *n).collect();
         let with_mem: CpuSet = self.nodes.iter().filter(|(_, m)| *m > 0).map(|(n, _)| *n).collect();
         put(&format!("{nd}/has_cpu"), &format!("{}\n", with_cpu.to_list()))?;
         put(&format!("{nd}/has_memory"), &format!("{}\n", with_mem.to_list()))?;

@@ -24,7 +24,10 @@ fn sparse_nodes_memoryless_and_cpuless() {
         (format!("{C}/possible"), "0-3\n"),
         (format!("{C}/online"), "0-3\n"),
         (format!("{N}/node0/cpulist"), "0-1\n"),
-        (format!("{N}/node0/meminfo"), "Node 0 MemTotal: 1048576 kB\nNode 0 MemFree: 524288 kB\nNode 0 MemUsed: 524288 kB\n"),
+        (
+            format!("{N}/node0/meminfo"),
+            "Node 0 MemTotal: 1048576 kB\nNode 0 MemFree: 524288 kB\nNode 0 MemUsed: 524288 kB\n",
+        ),
         (format!("{N}/node0/distance"), "10 20 30\n"),
         (format!("{N}/node2/cpumap"), "0000000c\n\0"),
         (format!("{N}/node2/meminfo"), "Node 2 MemTotal: 0 kB\nNode 2 MemFree: 0 kB\n"),

@@ -15,7 +15,11 @@ fn loads(t: &Topology, idle: &[usize], free_gib: &[u64]) -> Vec<NodeLoad> {
     t.nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| NodeLoad { node: n.id, idle_cpus: n.cpus.iter().take(idle[i]).collect(), free_bytes: free_gib[i] * GIB })
+        .map(|(i, n)| NodeLoad {
+            node: n.id,
+            idle_cpus: n.cpus.iter().take(idle[i]).collect(),
+            free_bytes: free_gib[i] * GIB,
+        })
         .collect()
 }
 

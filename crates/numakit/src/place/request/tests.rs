@@ -60,15 +60,24 @@ fn refusals_name_value_and_reason() {
     let f = fx();
     let cases: Vec<(Vec<PolicyOpt>, &str)> = vec![
         (vec![opt(OptKind::MemBind, "7")], "--membind 7: node 7 does not exist (this machine has node(s) 0-2)"),
-        (vec![opt(OptKind::MemBind, "1")], "--membind 1: node 1 has no memory (a memory-less CPU node); its CPUs use node(s) 0 for memory"),
+        (
+            vec![opt(OptKind::MemBind, "1")],
+            "--membind 1: node 1 has no memory (a memory-less CPU node); its CPUs use node(s) 0 for memory",
+        ),
         (vec![opt(OptKind::Preferred, "1")], "node 1 has no memory"),
         (vec![opt(OptKind::CpuNodeBind, "2")], "--cpunodebind 2: node 2 has no CPUs"),
         (vec![opt(OptKind::PhysCpuBind, "9")], "--physcpubind 9: CPU 9 does not exist (this machine has CPUs 0-3)"),
-        (vec![opt(OptKind::PhysCpuBind, "0"), opt(OptKind::CpuNodeBind, "1")], "has no CPU in common with --physcpubind 0"),
+        (
+            vec![opt(OptKind::PhysCpuBind, "0"), opt(OptKind::CpuNodeBind, "1")],
+            "has no CPU in common with --physcpubind 0",
+        ),
         (vec![opt(OptKind::Preferred, "0,2")], "exactly one node"),
         (vec![opt(OptKind::MemBind, "0"), opt(OptKind::Interleave, "0,2")], "conflicts with the bind policy"),
         (vec![opt(OptKind::WeightedInterleave, "0,2")], "needs Linux 6.9 or later; this kernel is 6.1"),
-        (vec![PolicyOpt { kind: OptKind::LocalAlloc, value: None }, opt(OptKind::PhysCpuBind, "1-2")], "on several nodes (0-1)"),
+        (
+            vec![PolicyOpt { kind: OptKind::LocalAlloc, value: None }, opt(OptKind::PhysCpuBind, "1-2")],
+            "on several nodes (0-1)",
+        ),
         (vec![opt(OptKind::MemBind, "x")], "--membind: invalid node list \"x\""),
         (vec![opt(OptKind::MemBind, "same")], "needs an earlier node option"),
         (vec![opt(OptKind::MemBind, "netdev:nope0")], "no network device nope0"),
