@@ -30,6 +30,18 @@ pub enum Command {
     Pin(PinArgs),
     /// Move a running process's memory to other nodes.
     Migrate(MigrateArgs),
+    /// Per-node and per-process NUMA statistics (numastat and more).
+    Stat(crate::cmd::stat::StatArgs),
+    /// A live terminal view of nodes and processes.
+    Top(crate::cmd::top::TopArgs),
+    /// Serve NUMA metrics for Prometheus.
+    Exporter(crate::cmd::exporter::ExporterArgs),
+    /// Kernel NUMA knobs: show, set, apply profiles, revert, check.
+    Tune(crate::cmd::tune::TuneArgs),
+    /// Measure memory bandwidth and latency between nodes.
+    Bench(crate::cmd::bench::BenchArgs),
+    /// Run a workload under several configurations and compare, with statistics.
+    Compare(crate::cmd::compare::CompareArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
     #[command(disable_help_flag = true)]
     Numactl {

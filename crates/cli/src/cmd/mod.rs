@@ -1,12 +1,18 @@
 //! One module per subcommand; each turns parsed arguments into library
 //! calls and prints the result.
 
+pub mod bench;
+pub mod compare;
+pub mod exporter;
 mod migrate;
 pub mod numactl;
 mod pin;
 mod run;
 mod show;
+pub mod stat;
+pub mod top;
 mod topo;
+pub mod tune;
 
 use clap::ArgMatches;
 use numakit::sys::SysRoot;
@@ -28,6 +34,12 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Show(args) => show::run(&sys, &args),
         Command::Pin(args) => pin::run(&sys, &args),
         Command::Migrate(args) => migrate::run(&sys, &args),
+        Command::Stat(args) => stat::run(&sys, &args),
+        Command::Top(args) => top::run(&sys, &args),
+        Command::Exporter(args) => exporter::run(&sys, &args),
+        Command::Tune(args) => tune::run(&sys, &args),
+        Command::Bench(args) => bench::run(&sys, &args),
+        Command::Compare(args) => compare::run(&sys, &args),
         Command::Numactl { args } => numactl::run(&sys, &args),
     }
 }
