@@ -24,14 +24,16 @@ pub fn self_policy(topo: &Topology) -> Result<SelfPolicy, Failure> {
     } else {
         0
     };
-    let mems_allowed = act::mems_allowed().map_err(|e| Failure::system(e.to_string()))?;
+    // libnuma's view: the cpuset's memory nodes ("all nodes"), and among
+    // them those whose CPUs meet the affinity (the run node mask).
+    let mems_allowed = act::mems_allowed().map_err(|e| Failure::system(e.to_string()))?.intersection(&topo.memory_nodes());
     Ok(SelfPolicy {
         mode: p.mode.as_raw(),
         nodes: p.nodes,
         interleave_next,
-        run_nodes: topo.nodes_of_cpus(&cpus).intersection(&topo.memory_nodes().union(&topo.cpu_nodes())),
+        run_nodes: topo.nodes_of_cpus(&cpus).intersection(&mems_allowed),
         cpus,
-        mems_allowed: mems_allowed.intersection(&topo.memory_nodes()),
+        mems_allowed,
     })
 }
 
