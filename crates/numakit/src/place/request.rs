@@ -180,6 +180,7 @@ impl Request {
                             nearest_memory_nodes(topo, n).to_list()
                         ));
                     }
+                    check_allowed_memory(flag, v, &nodes, topo)?;
                     if kind == OptKind::Preferred && nodes.len() != 1 {
                         return err(format!(
                             "{flag} {v}: --preferred takes exactly one node (use --preferred-many for several)"
@@ -286,6 +287,13 @@ fn check_nodes(flag: &str, v: &str, nodes: &NodeSet, topo: &Topology) -> Result<
             existing.to_list()
         ));
     }
+    Ok(())
+}
+
+/// Memory policies may only use the cpuset's memory nodes (`Mems_allowed`;
+/// the kernel never lists memory-less nodes there, which are refused
+/// before this check with their own reason).
+fn check_allowed_memory(flag: &str, v: &str, nodes: &NodeSet, topo: &Topology) -> Result<(), PlaceError> {
     let disallowed = nodes.difference(&topo.allowed.nodes);
     if !disallowed.is_empty() {
         return err(format!(
