@@ -27,3 +27,4 @@ pub mod procs;
 pub mod sets;
 pub mod sys;
 pub mod topo;
+pub mod tune;

@@ -1,15 +1,243 @@
-//! `numakit tune` (being written).
+//! `numakit tune`: kernel NUMA knobs. `show`, `set`, `apply`, `revert`,
+//! `profiles`, `check`; the logic is in `numakit::tune`, this module parses,
+//! checks root, prints and maps errors to exit codes (2 a bad name, value or
+//! profile; 1 the system).
 
-use clap::Args;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
 use numakit::sys::SysRoot;
+use numakit::tune::{self, apply::Options, check, profiles, read, render, Setting, State, TuneError};
 
+use super::topo::read_error;
 use crate::Failure;
 
 /// `numakit tune`.
 #[derive(Debug, Args)]
-pub struct TuneArgs {}
+pub struct TuneArgs {
+    #[command(subcommand)]
+    pub action: TuneAction,
+}
+
+/// The `tune` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TuneAction {
+    /// Every NUMA-relevant knob: current value, kernel default, what it does.
+    Show {
+        /// Print JSON (schema: docs/tune.md).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateOpt,
+    },
+    /// Set knobs (sysctl names, /sys paths or aliases), saving the old values for `tune revert`.
+    Set {
+        /// KNOB=VALUE, e.g. kernel.numa_balancing=0 or kernel/mm/transparent_hugepage/enabled=never.
+        #[arg(required = true, value_name = "KNOB=VALUE")]
+        settings: Vec<String>,
+        #[command(flatten)]
+        write: WriteOpts,
+    },
+    /// Apply a profile (built-in, or DIR/PROFILE.toml; `tune profiles` lists them).
+    Apply {
+        /// Profile name, or a path to a profile file.
+        profile: String,
+        #[command(flatten)]
+        write: WriteOpts,
+        #[command(flatten)]
+        dir: ProfilesDir,
+    },
+    /// Put back every value numakit changed (from the state file), then remove the state file.
+    Revert {
+        #[command(flatten)]
+        write: WriteOpts,
+    },
+    /// List the profiles with what they set and where the advice comes from.
+    Profiles {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dir: ProfilesDir,
+    },
+    /// Benchmark readiness: SMT, cpufreq, turbo, C-states, AutoNUMA, THP, daemons, huge pages.
+    Check {
+        /// Save this host's facts to FILE, to compare other hosts with.
+        #[arg(long, value_name = "FILE", conflicts_with = "against")]
+        save_baseline: Option<PathBuf>,
+        /// Compare with a saved baseline; exit 1 when anything differs.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where the state file is.
+#[derive(Debug, Args)]
+pub struct StateOpt {
+    /// The state file keeping the original values [default: /var/lib/numakit/tune-state.json below the root].
+    #[arg(long = "state", value_name = "FILE", env = "NUMAKIT_TUNE_STATE")]
+    pub state_file: Option<PathBuf>,
+}
+
+/// Options of the commands that write.
+#[derive(Debug, Args)]
+pub struct WriteOpts {
+    #[command(flatten)]
+    pub state: StateOpt,
+    /// Print the writes; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Where user profiles are.
+#[derive(Debug, Args)]
+pub struct ProfilesDir {
+    /// Folder of user profiles (*.toml) [default: /etc/numakit/profiles.d below the root].
+    #[arg(long = "profiles-dir", value_name = "DIR", env = "NUMAKIT_PROFILES_DIR")]
+    pub profiles_dir: Option<PathBuf>,
+}
+
+/// Test-only hook: pause after the Nth write (so a test can kill -9 numakit between two writes).
+const PAUSE_ENV: &str = "NUMAKIT_TUNE_PAUSE_AFTER_WRITE";
+/// Test-only: how long that pause lasts, seconds (default 600).
+const PAUSE_SECS_ENV: &str = "NUMAKIT_TUNE_PAUSE_SECS";
+
+fn state_path(sys: &SysRoot, opt: &StateOpt) -> PathBuf {
+    opt.state_file.clone().unwrap_or_else(|| sys.path(tune::DEFAULT_STATE))
+}
+
+fn profiles_dir(sys: &SysRoot, opt: &ProfilesDir) -> PathBuf {
+    opt.profiles_dir.clone().unwrap_or_else(|| sys.path(tune::DEFAULT_PROFILES_DIR))
+}
+
+fn failure(e: TuneError) -> anyhow::Error {
+    if e.is_usage() {
+        Failure::usage(e.to_string()).into()
+    } else {
+        Failure::system(e.to_string()).into()
+    }
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
 
 /// Runs `numakit tune`.
-pub fn run(_sys: &SysRoot, _args: &TuneArgs) -> anyhow::Result<u8> {
-    Err(Failure::usage("numakit tune is not built yet").into())
+pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
+    match &args.action {
+        TuneAction::Show { json, state } => {
+            sys.check().map_err(read_error)?;
+            let readings = tune::read_all(sys);
+            // the state file only annotates; an unreadable one is not an error here
+            let saved = State::load(&state_path(sys, state)).ok().flatten();
+            let text = if *json {
+                render::show_json(sys, &readings, saved.as_ref())
+            } else {
+                render::show_text(&readings, saved.as_ref())
+            };
+            print(&text)?;
+            Ok(0)
+        }
+        TuneAction::Set { settings, write } => {
+            let settings =
+                settings.iter().map(|s| Setting::parse(s)).collect::<Result<Vec<_>, _>>().map_err(failure)?;
+            apply_settings(sys, &settings, "set", write)
+        }
+        TuneAction::Apply { profile, write, dir } => {
+            let p = profiles::find(profile, &profiles_dir(sys, dir)).map_err(failure)?;
+            apply_settings(sys, &p.settings, &format!("apply {}", p.name), write)
+        }
+        TuneAction::Revert { write } => {
+            sys.check().map_err(read_error)?;
+            if !write.dry_run {
+                tune::require_root(sys, "revert").map_err(failure)?;
+            }
+            let path = state_path(sys, &write.state);
+            let mut pause = pauser();
+            let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
+            let out = tune::revert(sys, opts).map_err(failure)?;
+            print(&render::revert_text(sys, &out, &path))?;
+            Ok(0)
+        }
+        TuneAction::Profiles { json, dir } => {
+            let (all, errors) = profiles::list(&profiles_dir(sys, dir));
+            print(&if *json { render::profiles_json(&all) } else { render::profiles_text(&all) })?;
+            for e in &errors {
+                eprintln!("numakit: {e}");
+            }
+            Ok(if errors.is_empty() { 0 } else { 2 })
+        }
+        TuneAction::Check { save_baseline, against, json } => {
+            check(sys, save_baseline.as_deref(), against.as_deref(), *json)
+        }
+    }
+}
+
+fn apply_settings(sys: &SysRoot, settings: &[Setting], action: &str, write: &WriteOpts) -> anyhow::Result<u8> {
+    sys.check().map_err(read_error)?;
+    if !write.dry_run {
+        let verb = action.split_whitespace().next().unwrap_or(action);
+        tune::require_root(sys, verb).map_err(failure)?;
+    }
+    let path = state_path(sys, &write.state);
+    let mut pause = pauser();
+    let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
+    let out = tune::apply(sys, settings, action, opts).map_err(failure)?;
+    print(&render::apply_text(sys, &out, &path))?;
+    Ok(0)
+}
+
+/// The test-only pause: with `NUMAKIT_TUNE_PAUSE_AFTER_WRITE=N`, after the
+/// Nth write say so on stderr and sleep (`NUMAKIT_TUNE_PAUSE_SECS`, default
+/// 600) so a test can kill numakit, or break the next knob, between two
+/// writes.
+fn pauser() -> impl FnMut(usize, &tune::Write) {
+    let env_num = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
+    let at = env_num(PAUSE_ENV);
+    let secs = env_num(PAUSE_SECS_ENV).unwrap_or(600);
+    move |n, w| {
+        if Some(n as u64) == at {
+            eprintln!("numakit: paused after write {n} ({}={}) for {PAUSE_ENV}", w.knob, w.to);
+            std::thread::sleep(Duration::from_secs(secs));
+        }
+    }
+}
+
+fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool) -> anyhow::Result<u8> {
+    sys.check().map_err(read_error)?;
+    let snap = read::snapshot(sys);
+    let findings = check::report(&snap);
+    let facts = check::facts(&snap);
+    if let Some(path) = save {
+        let host = sys.read_nonempty("proc/sys/kernel/hostname").ok().flatten();
+        let base = check::Baseline::new(host, facts.clone());
+        let text = serde_json::to_string_pretty(&base)? + "\n";
+        tune::state::write_atomic(path, text.as_bytes()).map_err(|e| {
+            failure(TuneError::Baseline { path: path.to_path_buf(), why: format!("cannot write it: {e}") })
+        })?;
+    }
+    let baseline = match against {
+        None => None,
+        Some(path) => {
+            let bad = |why: String| failure(TuneError::Baseline { path: path.to_path_buf(), why });
+            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+            Some(check::Baseline::parse(&text).map_err(bad)?)
+        }
+    };
+    let diffs = baseline.as_ref().map(|b| check::diff(&b.facts, &facts)).unwrap_or_default();
+    let ctx = match (against, &baseline) {
+        (Some(p), Some(b)) => Some((p, b, diffs.as_slice())),
+        _ => None,
+    };
+    print(&if json { render::check_json(&findings, ctx) } else { render::check_text(&findings, ctx) })?;
+    if let Some(path) = save {
+        eprintln!("numakit: baseline saved in {}", path.display());
+    }
+    Ok(if diffs.is_empty() { 0 } else { 1 })
 }

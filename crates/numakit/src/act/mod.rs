@@ -31,6 +31,7 @@
 
 pub mod affinity;
 pub mod alloc;
+pub mod knobs;
 pub mod log;
 mod mask;
 pub mod mempolicy;

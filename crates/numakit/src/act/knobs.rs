@@ -1,0 +1,142 @@
+//! Writes of kernel tunables: [`write_value`] puts one value into one file
+//! under `/proc/sys` or `/sys`, relative to a [`SysRoot`] (the live `/`, or
+//! a temporary folder in tests), and records the change.
+//!
+//! This is the only code in numakit that writes a kernel knob. It does not
+//! read knobs, validate values or decide anything: [`crate::tune`] checks
+//! every value against what the kernel accepts, saves the previous values
+//! and rolls back. What the kernel refuses comes back unchanged as an
+//! [`ActError::Sys`] naming the step (`open` or `write`) and the errno.
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Component, Path};
+
+use super::{log, ActError, Result};
+use crate::sys::SysRoot;
+
+/// Writes `value` (without a newline) to the knob file `rel` below `sys`'s
+/// root, e.g. `proc/sys/kernel/numa_balancing`, and records the change as
+/// `write /proc/sys/kernel/numa_balancing: 0`.
+///
+/// `rel` must lie under `proc/sys/` or `sys/` and may not contain `..`
+/// ([`ActError::Invalid`] otherwise, nothing written). The file must exist
+/// (it is never created). It is opened with `O_TRUNC`, like the shell's
+/// `echo 0 > FILE`: the kernel ignores the truncation, and a plain file in
+/// a test root ends up holding exactly `value`. The value goes out in one
+/// `write(2)`, as sysfs requires.
+///
+/// ```
+/// use numakit::act::knobs::write_value;
+/// use numakit::sys::SysRoot;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir_all(dir.path().join("proc/sys/vm"))?;
+/// std::fs::write(dir.path().join("proc/sys/vm/zone_reclaim_mode"), "0\n")?;
+/// let root = SysRoot::at(dir.path());
+/// write_value(&root, "proc/sys/vm/zone_reclaim_mode", "1")?;
+/// assert_eq!(root.read("proc/sys/vm/zone_reclaim_mode")?.as_deref(), Some("1"));
+/// # Ok(()) }
+/// ```
+pub fn write_value(sys: &SysRoot, rel: impl AsRef<Path>, value: &str) -> Result<()> {
+    let rel = rel.as_ref();
+    check_rel(rel)?;
+    if value.is_empty() || value.contains(['\n', '\0']) {
+        return Err(ActError::Invalid { call: "write", why: format!("refusing to write {value:?}: not one value") });
+    }
+    let path = sys.path(rel);
+    let mut file = OpenOptions::new().write(true).truncate(true).open(&path).map_err(|e| io_error("open", &e))?;
+    let n = file.write(value.as_bytes()).map_err(|e| io_error("write", &e))?;
+    if n != value.len() {
+        return Err(ActError::Invalid {
+            call: "write",
+            why: format!("{}: the kernel took {n} of {} bytes", path.display(), value.len()),
+        });
+    }
+    log::record(&log::Change { call: "write", target: path.display().to_string(), detail: value.to_string() });
+    Ok(())
+}
+
+/// Refuses paths outside `proc/sys/` and `sys/`, absolute paths after the
+/// leading `/` is dropped, and `..`.
+fn check_rel(rel: &Path) -> Result<()> {
+    let rel = rel.strip_prefix("/").unwrap_or(rel);
+    let parts: Vec<Component<'_>> = rel.components().collect();
+    let normal = parts.iter().all(|c| matches!(c, Component::Normal(_)));
+    let under = match parts.as_slice() {
+        [Component::Normal(a), Component::Normal(b), _, ..] if *a == "proc" && *b == "sys" => true,
+        [Component::Normal(a), _, ..] if *a == "sys" => true,
+        _ => false,
+    };
+    if normal && under {
+        Ok(())
+    } else {
+        Err(ActError::Invalid {
+            call: "write",
+            why: format!("{} is not a knob file under /proc/sys or /sys", rel.display()),
+        })
+    }
+}
+
+fn io_error(call: &'static str, e: &std::io::Error) -> ActError {
+    ActError::sys(call, e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::act::testutil::log_lock;
+    use crate::act::Pid;
+    use std::fs;
+
+    fn root() -> (tempfile::TempDir, SysRoot) {
+        let d = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(d.path().join("proc/sys/kernel")).expect("mkdir");
+        fs::write(d.path().join("proc/sys/kernel/numa_balancing"), "65536\n").expect("write");
+        let r = SysRoot::at(d.path());
+        (d, r)
+    }
+
+    #[test]
+    fn writes_exactly_the_value_and_records_it() {
+        let _g = log_lock();
+        let (d, r) = root();
+        let me = Pid::this_thread().as_raw();
+        write_value(&r, "/proc/sys/kernel/numa_balancing", "0").expect("write");
+        assert_eq!(fs::read_to_string(d.path().join("proc/sys/kernel/numa_balancing")).expect("read"), "0");
+        let recs: Vec<_> = log::take().into_iter().filter(|c| c.tid == me).collect();
+        let last = recs.last().expect("a record");
+        assert_eq!(last.call, "write");
+        assert!(last.target.ends_with("proc/sys/kernel/numa_balancing"), "{last:?}");
+        assert_eq!(last.detail, "0");
+    }
+
+    #[test]
+    fn missing_file_is_not_created() {
+        let (d, r) = root();
+        let e = write_value(&r, "proc/sys/kernel/nope", "1").unwrap_err();
+        assert!(e.is_errno(libc::ENOENT), "{e}");
+        assert!(!d.path().join("proc/sys/kernel/nope").exists());
+    }
+
+    #[test]
+    fn a_folder_fails_with_the_kernel_errno() {
+        let (d, r) = root();
+        fs::create_dir_all(d.path().join("sys/kernel/mm/x")).expect("mkdir");
+        let e = write_value(&r, "sys/kernel/mm/x", "1").unwrap_err();
+        assert!(e.is_errno(libc::EISDIR), "{e}");
+        assert!(e.to_string().starts_with("open: "), "{e}");
+    }
+
+    #[test]
+    fn paths_outside_proc_sys_and_sys_are_refused() {
+        let (_d, r) = root();
+        for bad in ["etc/passwd", "proc/self/mem", "sys/../etc/passwd", "proc/sys/../../etc/x", "sys", "proc/sys"] {
+            let e = write_value(&r, bad, "1").unwrap_err();
+            assert!(matches!(e, ActError::Invalid { .. }), "{bad}: {e}");
+        }
+        for bad in ["", "1\n2", "a\0"] {
+            assert!(matches!(write_value(&r, "proc/sys/kernel/numa_balancing", bad), Err(ActError::Invalid { .. })));
+        }
+    }
+}

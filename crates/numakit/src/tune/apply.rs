@@ -1,0 +1,523 @@
+//! The two sequences that change knobs, built so a change can always be
+//! undone.
+//!
+//! [`apply`]: lock → read → plan (every value checked) → save the originals
+//! to the state file (merged: the first-seen original of a knob stays) →
+//! write one by one through [`act::knobs`](crate::act::knobs) → on a failed
+//! write, put back the ones already written (newest first) and the state
+//! file as it was. A crash between writes leaves the state file holding
+//! every original, so [`revert`] restores them all.
+//!
+//! [`revert`]: lock → read the state file → write each original that
+//! differs from the current value (catalogue order) → re-read to verify →
+//! remove the state file only when everything is back.
+
+use std::path::{Path, PathBuf};
+
+use super::knobs;
+use super::plan::{self, Plan, Setting, Write};
+use super::read::{self, Reading};
+use super::state::{self, Event, Lock, State};
+use super::{TuneError, WriteFailure};
+use crate::act;
+use crate::sys::SysRoot;
+
+/// A callback after each successful write: its number (1, 2, ...) and the write.
+pub type AfterWrite<'a> = &'a mut dyn FnMut(usize, &Write);
+
+/// How to run [`apply`] and [`revert`].
+pub struct Options<'a> {
+    /// The state file.
+    pub state_path: PathBuf,
+    /// Only plan: no lock, no state file, no write.
+    pub dry_run: bool,
+    /// Called after each successful write with its number (1, 2, ...);
+    /// the CLI uses it for the test-only pause.
+    pub after_write: Option<AfterWrite<'a>>,
+}
+
+impl Options<'_> {
+    /// Real writes, state in `state_path`, no callback.
+    pub fn new(state_path: impl Into<PathBuf>) -> Options<'static> {
+        Options { state_path: state_path.into(), dry_run: false, after_write: None }
+    }
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplyOutcome {
+    /// The checked plan (its writes were all made unless `dry_run`).
+    pub plan: Plan,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// Knobs whose original was newly saved in the state file.
+    pub newly_saved: Vec<String>,
+    /// Things worth telling (a stale state file from an earlier boot).
+    pub notes: Vec<String>,
+}
+
+/// What [`revert`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertOutcome {
+    /// Whether there was a state file.
+    pub had_state: bool,
+    /// The writes made (or, with `dry_run`, to make): `from` current, `to` original.
+    pub writes: Vec<Write>,
+    /// Saved knobs already at their original value.
+    pub already: Vec<String>,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// Things worth telling.
+    pub notes: Vec<String>,
+}
+
+/// The readings a plan for `settings` needs: the whole catalogue plus any
+/// requested knob it does not list (a weight of a node without a file).
+fn readings_for(sys: &SysRoot, settings: &[Setting]) -> Vec<Reading> {
+    let mut readings = read::read_all(sys);
+    for s in settings {
+        if let Some(k) = knobs::lookup(&s.knob) {
+            if !readings.iter().any(|r| r.knob.name == k.name) {
+                readings.push(read::read_knob(sys, &k));
+            }
+        }
+    }
+    readings
+}
+
+/// Checks and applies `settings` (`action` names it in the state history:
+/// `set`, `apply hep-farm`).
+pub fn apply(
+    sys: &SysRoot,
+    settings: &[Setting],
+    action: &str,
+    mut opts: Options<'_>,
+) -> Result<ApplyOutcome, TuneError> {
+    let _lock = if opts.dry_run { None } else { Some(Lock::acquire(&opts.state_path)?) };
+    let readings = readings_for(sys, settings);
+    let plan = plan::plan(settings, &readings, read::kernel_version(sys))?;
+    let mut outcome = ApplyOutcome { plan, dry_run: opts.dry_run, newly_saved: Vec::new(), notes: Vec::new() };
+    if opts.dry_run || outcome.plan.writes.is_empty() {
+        return Ok(outcome);
+    }
+    let path = opts.state_path.as_path();
+    let previous = State::load(path)?;
+    let boot_id = read::boot_id(sys);
+    let kernel = sys.read_nonempty("proc/sys/kernel/osrelease").ok().flatten();
+    let mut state = match previous.clone() {
+        Some(s) if !s.belongs_to(sys.root()) => {
+            return Err(TuneError::State {
+                path: path.to_path_buf(),
+                why: format!("it belongs to root {}, not {}", s.root, sys.root().display()),
+            })
+        }
+        Some(s) if s.boot_id.is_some() && s.boot_id != boot_id => {
+            outcome.notes.push(format!(
+                "{} was written before the last boot (the kernel reset those knobs); starting a new one",
+                path.display()
+            ));
+            State::new(sys.root(), boot_id, kernel)
+        }
+        Some(s) => s,
+        None => State::new(sys.root(), boot_id, kernel),
+    };
+    outcome.newly_saved = state.merge(outcome.plan.originals());
+    state.history.push(Event {
+        at: state::now_utc(),
+        action: action.to_string(),
+        writes: outcome.plan.writes.iter().map(|w| format!("{}={}", w.knob, w.to)).collect(),
+    });
+    state.save(path)?;
+
+    let writes = outcome.plan.writes.clone();
+    for (i, w) in writes.iter().enumerate() {
+        if let Err(error) = act::knobs::write_value(sys, &w.path, &w.to) {
+            let (rolled_back, rollback_failed) = roll_back(sys, &writes[..i]);
+            if rollback_failed.is_empty() {
+                // everything is as before: so is the state file
+                let restored = match previous {
+                    Some(mut p) => p.save(path),
+                    None => State::remove(path),
+                };
+                if let Err(e) = restored {
+                    outcome.notes.push(e.to_string());
+                }
+            }
+            return Err(TuneError::Write(Box::new(WriteFailure {
+                knob: w.knob.clone(),
+                path: sys.path(&w.path),
+                value: w.to.clone(),
+                error,
+                rolled_back,
+                rollback_failed,
+            })));
+        }
+        if let Some(f) = opts.after_write.as_mut() {
+            f(i + 1, w);
+        }
+    }
+    Ok(outcome)
+}
+
+/// Writes back the `from` values of `done`, newest first. Returns the
+/// knobs put back and the failures (`knob (error)`).
+fn roll_back(sys: &SysRoot, done: &[Write]) -> (Vec<String>, Vec<String>) {
+    let (mut ok, mut failed) = (Vec::new(), Vec::new());
+    for w in done.iter().rev() {
+        match act::knobs::write_value(sys, &w.path, &w.from) {
+            Ok(()) => ok.push(w.knob.clone()),
+            Err(e) => failed.push(format!("{} ({e})", w.knob)),
+        }
+    }
+    (ok, failed)
+}
+
+/// Puts back every original in the state file, then removes it.
+pub fn revert(sys: &SysRoot, mut opts: Options<'_>) -> Result<RevertOutcome, TuneError> {
+    let path = opts.state_path.as_path();
+    let _lock = if opts.dry_run { None } else { Some(Lock::acquire(path)?) };
+    let mut outcome = RevertOutcome {
+        had_state: false,
+        writes: Vec::new(),
+        already: Vec::new(),
+        dry_run: opts.dry_run,
+        notes: vec![],
+    };
+    let Some(state) = State::load(path)? else { return Ok(outcome) };
+    outcome.had_state = true;
+    if !state.belongs_to(sys.root()) {
+        return Err(revert_error(path, format!("it belongs to root {}, not {}", state.root, sys.root().display())));
+    }
+    if state.boot_id.is_some() && state.boot_id != read::boot_id(sys) {
+        outcome.notes.push("the state file is from an earlier boot; restoring its values anyway".into());
+    }
+    let (targets, mut failures) = revert_targets(sys, &state);
+    for (w, needs_write) in &targets {
+        if *needs_write {
+            outcome.writes.push(w.clone());
+        } else {
+            outcome.already.push(w.knob.clone());
+        }
+    }
+    if opts.dry_run {
+        return if failures.is_empty() { Ok(outcome) } else { Err(TuneError::Revert { path: path.into(), failures }) };
+    }
+    let mut n = 0;
+    for w in outcome.writes.iter() {
+        match act::knobs::write_value(sys, &w.path, &w.to) {
+            Ok(()) => {
+                n += 1;
+                if let Some(f) = opts.after_write.as_mut() {
+                    f(n, w);
+                }
+            }
+            Err(e) => {
+                failures.push(format!("{}: cannot write {} to {}: {e}", w.knob, w.to, sys.path(&w.path).display()))
+            }
+        }
+    }
+    // verify: everything reads back as saved (weights under auto=true are the kernel's to compute)
+    let auto_on = state.original(knobs::WEIGHT_AUTO).is_some_and(|o| o.value == "true");
+    for (w, _) in &targets {
+        if auto_on && knobs::is_weight(&w.knob) {
+            continue;
+        }
+        match current(sys, w) {
+            Ok(v) if v == w.to => {}
+            Ok(v) => failures.push(format!("{} reads {v} after the revert, not {}", w.knob, w.to)),
+            Err(why) if failures.iter().any(|f| f.starts_with(&w.knob)) => drop(why),
+            Err(why) => failures.push(format!("{}: {why}", w.knob)),
+        }
+    }
+    failures.dedup();
+    if !failures.is_empty() {
+        return Err(TuneError::Revert { path: path.into(), failures });
+    }
+    State::remove(path)?;
+    Ok(outcome)
+}
+
+fn revert_error(path: &Path, why: String) -> TuneError {
+    TuneError::State { path: path.to_path_buf(), why }
+}
+
+/// For each saved original, in catalogue order: the write that restores it
+/// and whether it is needed; plus the originals that cannot be handled.
+fn revert_targets(sys: &SysRoot, state: &State) -> (Vec<(Write, bool)>, Vec<String>) {
+    let mut targets = Vec::new();
+    let mut failures = Vec::new();
+    for o in &state.originals {
+        let Some(knob) = knobs::lookup(&o.knob) else {
+            failures.push(format!("{}: not a knob this numakit knows; left alone", o.knob));
+            continue;
+        };
+        // the state file names the file; it must be one of the knob's own
+        if !knob.paths.contains(&o.path) {
+            failures.push(format!("{}: /{} is not one of its files; left alone", o.knob, o.path));
+            continue;
+        }
+        if o.value.is_empty() || o.value.contains(['\n', '\0']) {
+            failures.push(format!("{}: saved value {:?} is not one value; left alone", o.knob, o.value));
+            continue;
+        }
+        let mut w = Write {
+            knob: knob.name.clone(),
+            path: o.path.clone(),
+            from: String::new(),
+            to: o.value.clone(),
+            order: knob.order,
+        };
+        match current(sys, &w) {
+            Ok(v) => {
+                let needed = v != o.value;
+                w.from = v;
+                targets.push((w, needed));
+            }
+            Err(why) => failures.push(format!("{}: {why}", o.knob)),
+        }
+    }
+    targets.sort_by_key(|(w, _)| w.order);
+    (targets, failures)
+}
+
+/// The current value at a write's file.
+fn current(sys: &SysRoot, w: &Write) -> Result<String, String> {
+    let knob = knobs::lookup(&w.knob).ok_or_else(|| "unknown knob".to_string())?;
+    match sys.read(&w.path) {
+        Ok(Some(raw)) => knob.current_from_raw(&raw),
+        Ok(None) => Err(format!("{} is gone", sys.path(&w.path).display())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::testutil::{fake_root, put};
+    use std::fs;
+
+    fn opts(path: &Path) -> Options<'static> {
+        Options::new(path)
+    }
+
+    fn with<'a>(path: &Path, f: AfterWrite<'a>) -> Options<'a> {
+        Options { state_path: path.to_path_buf(), dry_run: false, after_write: Some(f) }
+    }
+
+    fn set(sys: &SysRoot, path: &Path, list: &[(&str, &str)]) -> Result<ApplyOutcome, TuneError> {
+        let settings: Vec<Setting> = list.iter().map(|(k, v)| Setting::new(*k, *v)).collect();
+        apply(sys, &settings, "set", opts(path))
+    }
+
+    fn value(sys: &SysRoot, name: &str) -> String {
+        read::read_knob(sys, &knobs::lookup(name).expect("knob")).value().expect("value").to_string()
+    }
+
+    #[test]
+    fn apply_then_revert_restores_and_removes_the_state() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("var/lib/numakit/tune-state.json");
+        let out = set(&sys, &st, &[("autonuma", "0"), ("thp", "never"), ("zone_reclaim_mode", "0")]).expect("apply");
+        assert_eq!(out.plan.writes.len(), 2);
+        assert_eq!(out.newly_saved, vec!["kernel.numa_balancing", knobs::THP_ENABLED]);
+        assert_eq!(value(&sys, "autonuma"), "0");
+        assert_eq!(
+            fs::read_to_string(d.path().join("sys/kernel/mm/transparent_hugepage/enabled")).expect("r"),
+            "never"
+        );
+        let state = State::load(&st).expect("load").expect("state");
+        assert_eq!(state.original("kernel.numa_balancing").map(|o| o.value.as_str()), Some("1"));
+        assert_eq!(state.history.len(), 1);
+
+        let r = revert(&sys, opts(&st)).expect("revert");
+        assert_eq!(r.writes.len(), 2);
+        assert_eq!(value(&sys, "autonuma"), "1");
+        assert_eq!(value(&sys, "thp"), "madvise");
+        assert!(!st.exists(), "state removed after a full revert");
+        let again = revert(&sys, opts(&st)).expect("revert");
+        assert!(!again.had_state);
+    }
+
+    #[test]
+    fn second_apply_keeps_the_first_originals() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        set(&sys, &st, &[("khugepaged.scan_sleep_millisecs", "100")]).expect("first");
+        let out = set(&sys, &st, &[("khugepaged.scan_sleep_millisecs", "200"), ("autonuma", "0")]).expect("second");
+        assert_eq!(out.newly_saved, vec!["kernel.numa_balancing"]);
+        assert_eq!(value(&sys, "khugepaged.scan_sleep_millisecs"), "200");
+        let state = State::load(&st).expect("load").expect("state");
+        assert_eq!(state.originals.len(), 2);
+        assert_eq!(state.history.len(), 2);
+        revert(&sys, opts(&st)).expect("revert");
+        assert_eq!(value(&sys, "khugepaged.scan_sleep_millisecs"), "10000");
+        assert_eq!(value(&sys, "autonuma"), "1");
+    }
+
+    #[test]
+    fn invalid_values_write_nothing() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        let e = set(&sys, &st, &[("zone_reclaim_mode", "1"), ("autonuma", "9")]).unwrap_err();
+        assert!(e.to_string().starts_with("kernel.numa_balancing=9: "), "{e}");
+        assert_eq!(value(&sys, "zone_reclaim_mode"), "0");
+        assert!(!st.exists());
+    }
+
+    #[test]
+    fn a_failing_write_rolls_back_the_earlier_ones() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        // THP enabled is written after numa_balancing and zone_reclaim_mode: after the
+        // second write its file turns into a folder (which even root cannot write:
+        // EISDIR, where a read-only mode would not stop root)
+        let thp = d.path().join("sys/kernel/mm/transparent_hugepage/enabled");
+        let list = [("autonuma", "0"), ("zone_reclaim_mode", "3"), ("thp", "never")];
+        let settings: Vec<Setting> = list.iter().map(|(k, v)| Setting::new(*k, *v)).collect();
+        let mut n = 0;
+        let mut sabotage = |i: usize, _: &Write| {
+            n = i;
+            if i == 2 {
+                fs::remove_file(&thp).expect("rm");
+                fs::create_dir(&thp).expect("mkdir");
+            }
+        };
+        let e = apply(&sys, &settings, "set", with(&st, &mut sabotage)).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("kernel/mm/transparent_hugepage/enabled: cannot write never to "), "{msg}");
+        assert!(msg.ends_with("rolled back vm.zone_reclaim_mode, kernel.numa_balancing"), "{msg}");
+        assert!(!e.is_usage());
+        assert_eq!(n, 2);
+        assert_eq!(value(&sys, "autonuma"), "1");
+        assert_eq!(value(&sys, "zone_reclaim_mode"), "0");
+        assert!(!st.exists(), "the state file is back to what it was (none)");
+    }
+
+    #[test]
+    fn rollback_failure_keeps_the_state_for_revert() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        let zr = d.path().join("proc/sys/vm/zone_reclaim_mode");
+        let thp = d.path().join("sys/kernel/mm/transparent_hugepage/enabled");
+        let settings: Vec<Setting> =
+            [("zone_reclaim_mode", "3"), ("thp", "never")].iter().map(|(k, v)| Setting::new(*k, *v)).collect();
+        let mut sabotage = |_: usize, _: &Write| {
+            // after the first write both files turn into folders: the THP write and the rollback fail
+            for p in [&zr, &thp] {
+                fs::remove_file(p).expect("rm");
+                fs::create_dir(p).expect("mkdir");
+            }
+        };
+        let e = apply(&sys, &settings, "set", with(&st, &mut sabotage)).unwrap_err().to_string();
+        assert!(e.contains("ROLLBACK FAILED for vm.zone_reclaim_mode") && e.contains("numakit tune revert"), "{e}");
+        assert!(State::load(&st).expect("load").expect("kept").original("vm.zone_reclaim_mode").is_some());
+        // revert cannot read the folder: it fails, names the knob and keeps the state
+        let e = revert(&sys, opts(&st)).unwrap_err().to_string();
+        assert!(e.contains("revert incomplete") && e.contains("vm.zone_reclaim_mode"), "{e}");
+        assert!(st.exists());
+        // once the file is back, revert finishes
+        fs::remove_dir(&zr).expect("rmdir");
+        put(&d, "proc/sys/vm/zone_reclaim_mode", "3\n");
+        fs::remove_dir(&thp).expect("rmdir");
+        put(&d, "sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
+        revert(&sys, opts(&st)).expect("revert");
+        assert_eq!(value(&sys, "zone_reclaim_mode"), "0");
+        assert!(!st.exists());
+    }
+
+    #[test]
+    fn crash_between_writes_then_revert() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        let settings: Vec<Setting> =
+            [("autonuma", "0"), ("zone_reclaim_mode", "1")].iter().map(|(k, v)| Setting::new(*k, *v)).collect();
+        // a "crash" after the first write: the callback panics, as if the process died
+        let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut die = |i: usize, _: &Write| {
+                if i == 1 {
+                    panic!("killed after write 1");
+                }
+            };
+            apply(&sys, &settings, "set", with(&st, &mut die))
+        }));
+        assert!(crashed.is_err());
+        assert_eq!(value(&sys, "autonuma"), "0");
+        assert_eq!(value(&sys, "zone_reclaim_mode"), "0", "second write never happened");
+        let state = State::load(&st).expect("load").expect("state");
+        assert_eq!(state.originals.len(), 2, "both originals were saved before the first write");
+        let r = revert(&sys, opts(&st)).expect("revert");
+        assert_eq!(r.writes.len(), 1);
+        assert_eq!(r.already, vec!["vm.zone_reclaim_mode"]);
+        assert_eq!(value(&sys, "autonuma"), "1");
+    }
+
+    #[test]
+    fn weights_then_revert_restores_auto_last() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        let mut order = Vec::new();
+        let mut kernel_like = |_: usize, w: &Write| {
+            order.push(w.knob.clone());
+            // the kernel turns auto off when a weight is written
+            if knobs::is_weight(&w.knob) {
+                put(&d, "sys/kernel/mm/mempolicy/weighted_interleave/__auto_type", "false\n");
+            }
+        };
+        let settings = vec![Setting::new("wi.node1", "4")];
+        apply(&sys, &settings, "set", with(&st, &mut kernel_like)).expect("apply");
+        assert_eq!(value(&sys, "wi.auto"), "false");
+        let r = revert(&sys, with(&st, &mut kernel_like)).expect("revert");
+        let names: Vec<&str> = r.writes.iter().map(|w| w.knob.as_str()).collect();
+        assert_eq!(names, vec!["kernel/mm/mempolicy/weighted_interleave/node1", knobs::WEIGHT_AUTO]);
+        assert_eq!(value(&sys, "wi.auto"), "true");
+        assert_eq!(value(&sys, "wi.node1"), "1");
+        assert_eq!(order.len(), 3, "one write to apply, two to revert: {order:?}");
+    }
+
+    #[test]
+    fn dry_run_writes_nothing_and_state_of_another_root_is_refused() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        let settings = vec![Setting::new("autonuma", "0")];
+        let out = apply(&sys, &settings, "set", Options { dry_run: true, ..opts(&st) }).expect("dry run");
+        assert!(out.dry_run && out.plan.writes.len() == 1);
+        assert_eq!(value(&sys, "autonuma"), "1");
+        assert!(!st.exists() && !d.path().join("s.json.lock").exists());
+
+        let (_d2, other) = fake_root();
+        set(&other, &st, &[("autonuma", "0")]).expect("apply on the other root");
+        let e = set(&sys, &st, &[("autonuma", "0")]).unwrap_err().to_string();
+        assert!(e.contains("belongs to root"), "{e}");
+        let e = revert(&sys, opts(&st)).unwrap_err().to_string();
+        assert!(e.contains("belongs to root"), "{e}");
+    }
+
+    #[test]
+    fn state_from_an_earlier_boot_is_replaced() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        set(&sys, &st, &[("autonuma", "0")]).expect("apply");
+        // reboot: new boot id, knobs back to boot values
+        put(&d, "proc/sys/kernel/random/boot_id", "99999999-2222-3333-4444-555555555555\n");
+        put(&d, "proc/sys/kernel/numa_balancing", "1\n");
+        put(&d, "proc/sys/vm/zone_reclaim_mode", "2\n");
+        let out = set(&sys, &st, &[("zone_reclaim_mode", "0")]).expect("apply");
+        assert!(out.notes[0].contains("before the last boot"), "{:?}", out.notes);
+        let state = State::load(&st).expect("load").expect("state");
+        assert_eq!(state.originals.len(), 1);
+        assert_eq!(state.originals[0].knob, "vm.zone_reclaim_mode");
+    }
+
+    #[test]
+    fn tampered_state_paths_are_left_alone() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        set(&sys, &st, &[("autonuma", "0")]).expect("apply");
+        let mut state = State::load(&st).expect("load").expect("state");
+        state.originals[0].path = "proc/sys/kernel/core_pattern".into();
+        state.save(&st).expect("save");
+        let e = revert(&sys, opts(&st)).unwrap_err().to_string();
+        assert!(e.contains("is not one of its files"), "{e}");
+        assert_eq!(value(&sys, "autonuma"), "0");
+    }
+}

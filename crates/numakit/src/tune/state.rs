@@ -1,0 +1,332 @@
+//! The state file: the original value of every knob numakit changed, so
+//! `tune revert` can put it back, also after a crash.
+//!
+//! JSON (`format: "numakit-tune-state"`, `version: 1`): the root it belongs
+//! to, the kernel's `boot_id` and release, timestamps, the originals (the
+//! FIRST value seen for each knob: a second apply never replaces it) and a
+//! short history. Saved with write-to-temp, `fsync`, `rename`, `fsync` of
+//! the folder, so a crash leaves the old file or the new one, never half of
+//! one. A lock file beside it (`flock`) keeps two `numakit tune` runs from
+//! interleaving. This module owns numakit's own file; it never touches a
+//! kernel knob.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::io::AsRawFd as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::TuneError;
+
+/// The `format` field of every state file.
+pub const FORMAT: &str = "numakit-tune-state";
+/// The newest `version` this numakit writes and reads.
+pub const VERSION: u32 = 1;
+
+/// The state file's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`].
+    pub version: u32,
+    /// The root the knobs belong to (`/`, or a `--sysroot` folder).
+    pub root: String,
+    /// `/proc/sys/kernel/random/boot_id` when the first original was saved.
+    pub boot_id: Option<String>,
+    /// `osrelease` then.
+    pub kernel: Option<String>,
+    /// When the file was created (UTC, RFC 3339).
+    pub created: String,
+    /// When it was last saved.
+    pub updated: String,
+    /// First-seen original of each changed knob, in the order first saved.
+    pub originals: Vec<Original>,
+    /// What was done (newest last).
+    #[serde(default)]
+    pub history: Vec<Event>,
+}
+
+/// A knob's value before numakit first changed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Original {
+    /// Canonical knob name.
+    pub knob: String,
+    /// The file it was read from, relative to the root.
+    pub path: String,
+    /// The value.
+    pub value: String,
+    /// When it was saved (UTC, RFC 3339).
+    #[serde(default)]
+    pub saved: String,
+}
+
+/// One entry of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// When (UTC, RFC 3339).
+    pub at: String,
+    /// `set`, `apply PROFILE`.
+    pub action: String,
+    /// `knob=value` written (saved before the writes began).
+    pub writes: Vec<String>,
+}
+
+impl State {
+    /// An empty state for `root`.
+    pub fn new(root: &Path, boot_id: Option<String>, kernel: Option<String>) -> State {
+        let now = now_utc();
+        State {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            root: root.display().to_string(),
+            boot_id,
+            kernel,
+            created: now.clone(),
+            updated: now,
+            originals: Vec::new(),
+            history: Vec::new(),
+        }
+    }
+
+    /// Adds the originals of knobs not yet saved (the first-seen value of a
+    /// knob is never replaced). Returns the knobs added.
+    pub fn merge(&mut self, originals: impl IntoIterator<Item = Original>) -> Vec<String> {
+        let mut added = Vec::new();
+        for mut o in originals {
+            if self.original(&o.knob).is_none() {
+                if o.saved.is_empty() {
+                    o.saved = now_utc();
+                }
+                added.push(o.knob.clone());
+                self.originals.push(o);
+            }
+        }
+        added
+    }
+
+    /// The saved original of `knob`.
+    pub fn original(&self, knob: &str) -> Option<&Original> {
+        self.originals.iter().find(|o| o.knob == knob)
+    }
+
+    /// Whether this state was written for `root` (compared after resolving
+    /// symbolic links, when both exist).
+    pub fn belongs_to(&self, root: &Path) -> bool {
+        let canon = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        canon(Path::new(&self.root)) == canon(root)
+    }
+
+    /// Reads the state file; `Ok(None)` when there is none.
+    pub fn load(path: &Path) -> Result<Option<State>, TuneError> {
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(state_error(path, format!("cannot read it: {e}"))),
+        };
+        let state: State = serde_json::from_str(&text)
+            .map_err(|e| state_error(path, format!("not a numakit state file ({e}); fix or remove it")))?;
+        if state.format != FORMAT {
+            return Err(state_error(path, format!("format is \"{}\", not \"{FORMAT}\"", state.format)));
+        }
+        if state.version > VERSION {
+            return Err(state_error(
+                path,
+                format!("version {} was written by a newer numakit (this one reads {VERSION})", state.version),
+            ));
+        }
+        Ok(Some(state))
+    }
+
+    /// Saves atomically: a temporary file in the same folder, `fsync`,
+    /// `rename` over `path`, `fsync` of the folder. Creates the folder.
+    pub fn save(&mut self, path: &Path) -> Result<(), TuneError> {
+        self.updated = now_utc();
+        let mut json = serde_json::to_string_pretty(self).map_err(|e| state_error(path, e.to_string()))?;
+        json.push('\n');
+        write_atomic(path, json.as_bytes()).map_err(|e| state_error(path, format!("cannot write it: {e}")))
+    }
+
+    /// Removes the state file and makes the removal durable.
+    pub fn remove(path: &Path) -> Result<(), TuneError> {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(state_error(path, format!("cannot remove it: {e}"))),
+        }
+        sync_dir(path).map_err(|e| state_error(path, format!("cannot sync its folder: {e}")))
+    }
+}
+
+fn state_error(path: &Path, why: String) -> TuneError {
+    TuneError::State { path: path.to_path_buf(), why }
+}
+
+fn folder(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+fn sync_dir(path: &Path) -> io::Result<()> {
+    File::open(folder(path))?.sync_all()
+}
+
+/// Writes `bytes` to `path` so a crash leaves either the old or the new
+/// content: temp file + `fsync` + `rename` + `fsync` of the folder.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = folder(path);
+    fs::create_dir_all(dir)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "state".into());
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        sync_dir(path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// An exclusive lock on `<state file>.lock`, released when dropped (and by
+/// the kernel if the process dies).
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// Takes the lock without waiting; fails when another `numakit tune`
+    /// holds it. Creates the state file's folder.
+    pub fn acquire(state_path: &Path) -> Result<Lock, TuneError> {
+        let mut name = state_path.as_os_str().to_owned();
+        name.push(".lock");
+        let lock_path = PathBuf::from(name);
+        let file = (|| {
+            fs::create_dir_all(folder(state_path))?;
+            OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(&lock_path)
+        })()
+        .map_err(|e| state_error(state_path, format!("cannot open the lock file {}: {e}", lock_path.display())))?;
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            let why = if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                format!("another numakit tune is running (it holds {})", lock_path.display())
+            } else {
+                format!("cannot lock {}: {e}", lock_path.display())
+            };
+            return Err(state_error(state_path, why));
+        }
+        Ok(Lock { _file: file })
+    }
+}
+
+/// Now, as UTC RFC 3339 (`2025-01-31T12:00:00Z`).
+pub fn now_utc() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    utc_rfc3339(secs)
+}
+
+/// Seconds since the epoch as UTC RFC 3339 (proleptic Gregorian calendar).
+pub fn utc_rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // civil_from_days (H. Hinnant)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn orig(knob: &str, value: &str) -> Original {
+        Original { knob: knob.into(), path: format!("proc/sys/{knob}"), value: value.into(), saved: String::new() }
+    }
+
+    #[test]
+    fn merge_keeps_the_first_seen_original() {
+        let mut s = State::new(Path::new("/"), None, None);
+        assert_eq!(s.merge([orig("a", "1"), orig("b", "2")]), vec!["a", "b"]);
+        assert_eq!(s.merge([orig("a", "9"), orig("c", "3")]), vec!["c"]);
+        let values: Vec<(&str, &str)> = s.originals.iter().map(|o| (o.knob.as_str(), o.value.as_str())).collect();
+        assert_eq!(values, vec![("a", "1"), ("b", "2"), ("c", "3")]);
+        assert!(s.originals.iter().all(|o| o.saved.ends_with('Z')));
+    }
+
+    #[test]
+    fn save_load_round_trip_and_remove() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = d.path().join("deep/er/state.json");
+        assert_eq!(State::load(&path).expect("load"), None);
+        let mut s = State::new(d.path(), Some("boot".into()), Some("6.12".into()));
+        s.merge([orig("kernel.numa_balancing", "1")]);
+        s.save(&path).expect("save");
+        let back = State::load(&path).expect("load").expect("some");
+        assert_eq!(back, s);
+        assert!(back.belongs_to(d.path()));
+        assert!(!back.belongs_to(Path::new("/")));
+        // no temporary file is left behind
+        let names: Vec<String> = fs::read_dir(path.parent().expect("dir"))
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["state.json"]);
+        State::remove(&path).expect("remove");
+        assert!(!path.exists());
+        State::remove(&path).expect("removing twice is fine");
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_path() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = d.path().join("s.json");
+        fs::write(&path, "{not json").expect("write");
+        let e = State::load(&path).unwrap_err().to_string();
+        assert!(e.contains("s.json") && e.contains("not a numakit state file"), "{e}");
+        let mut s = State::new(d.path(), None, None);
+        s.version = 7;
+        fs::write(&path, serde_json::to_string(&s).expect("json")).expect("write");
+        assert!(State::load(&path).unwrap_err().to_string().contains("newer numakit"));
+        s.version = 1;
+        s.format = "other".into();
+        fs::write(&path, serde_json::to_string(&s).expect("json")).expect("write");
+        assert!(State::load(&path).unwrap_err().to_string().contains("format is \"other\""));
+    }
+
+    #[test]
+    fn lock_is_exclusive() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = d.path().join("s.json");
+        let first = Lock::acquire(&path).expect("lock");
+        let e = Lock::acquire(&path).unwrap_err().to_string();
+        assert!(e.contains("another numakit tune is running"), "{e}");
+        drop(first);
+        Lock::acquire(&path).expect("free again");
+    }
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(utc_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_rfc3339(1_735_689_599), "2024-12-31T23:59:59Z");
+        assert_eq!(utc_rfc3339(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
+}
