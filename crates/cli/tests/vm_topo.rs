@@ -26,14 +26,16 @@ fn check(name: &str) {
     assert_eq!(nodes.len(), t.nodes.len(), "{name}: node count");
     for (i, (n, want)) in nodes.iter().zip(&t.nodes).enumerate() {
         assert_eq!(n["id"], i as u64, "{name}");
-        let cpus: Vec<u32> = n["cpus"].as_array().expect("cpus").iter().map(|c| c.as_u64().expect("u") as u32).collect();
+        let cpus: Vec<u32> =
+            n["cpus"].as_array().expect("cpus").iter().map(|c| c.as_u64().expect("u") as u32).collect();
         assert_eq!(cpus, want.cpus, "{name}: node {i} cpus");
         assert_eq!(n["has_cpu"], !want.cpus.is_empty(), "{name}: node {i} has_cpu");
         assert_eq!(n["has_memory"], want.mem_mib > 0, "{name}: node {i} has_memory");
         let total = n["memory"]["total_bytes"].as_u64().unwrap_or(0);
         let req = want.mem_mib << 20;
         assert!(total <= req && total + (req / 10).max(64 << 20) >= req, "{name}: node {i} memory {total} vs {req}");
-        let row: Vec<u32> = n["distances"].as_array().expect("d").iter().map(|d| d.as_u64().expect("u") as u32).collect();
+        let row: Vec<u32> =
+            n["distances"].as_array().expect("d").iter().map(|d| d.as_u64().expect("u") as u32).collect();
         assert_eq!(row, t.distances[i], "{name}: node {i} distances");
     }
     assert_eq!(v["source"]["live"], true);

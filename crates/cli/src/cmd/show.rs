@@ -26,7 +26,8 @@ pub fn self_policy(topo: &Topology) -> Result<SelfPolicy, Failure> {
     };
     // libnuma's view: the cpuset's memory nodes ("all nodes"), and among
     // them those whose CPUs meet the affinity (the run node mask).
-    let mems_allowed = act::mems_allowed().map_err(|e| Failure::system(e.to_string()))?.intersection(&topo.memory_nodes());
+    let mems_allowed =
+        act::mems_allowed().map_err(|e| Failure::system(e.to_string()))?.intersection(&topo.memory_nodes());
     Ok(SelfPolicy {
         mode: p.mode.as_raw(),
         nodes: p.nodes,
