@@ -21,10 +21,13 @@
 //! ```
 
 pub mod act;
+pub mod bench;
+pub mod compare;
 pub mod place;
 pub mod present;
 pub mod procs;
 pub mod sets;
+pub mod stats_math;
 pub mod sys;
 pub mod topo;
 pub mod tune;

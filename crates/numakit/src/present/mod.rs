@@ -8,7 +8,10 @@
 //! * [`svg`]: a picture of packages, nodes, cores and PUs.
 
 pub mod hardware;
+pub mod plot;
 pub mod json;
+pub mod bench;
+pub mod compare;
 pub mod show;
 pub mod svg;
 pub mod text;
