@@ -7,11 +7,11 @@
 //! * [`text`]: the human view of `numakit topo`;
 //! * [`svg`]: a picture of packages, nodes, cores and PUs.
 
-pub mod hardware;
-pub mod plot;
-pub mod json;
 pub mod bench;
 pub mod compare;
+pub mod hardware;
+pub mod json;
+pub mod plot;
 pub mod show;
 pub mod svg;
 pub mod text;
