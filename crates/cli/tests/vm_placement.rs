@@ -41,15 +41,14 @@ fn line<'a>(o: &'a Output, prefix: &str) -> &'a str {
 fn run(name: &str, checks: &[(&str, String)]) -> BTreeMap<String, Output> {
     let t = Topology::named(name).expect("topology");
     let checks: Vec<(&str, String)> = checks.iter().map(|(n, c)| (*n, check_script(c))).collect();
-    Vm::run_checks(&t, &checks, RunSpec::default().timeout(std::time::Duration::from_secs(600)))
+    Vm::run_checks(&t, &checks, RunSpec::default().timeout(std::time::Duration::from_secs(900)))
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-#[test]
-fn vm_policies_pin_migrate_numactl_on_4n_rr() {
-    require_vm!();
-    // 4n-rr: node k has CPUs k and k+4 and 512 MiB.
-    let checks: Vec<(&str, String)> = vec![
+/// The checks on `4n-rr` (node k has CPUs k and k+4 and 512 MiB), split
+/// into two boots that run in parallel.
+fn checks_4n_rr() -> Vec<(&'static str, String)> {
+    vec![
         (
             "bind",
             "set -- $(hold /tmp/b $NK run -N 1 -m 1 -- $H --mib 64)\n\
@@ -96,15 +95,15 @@ fn vm_policies_pin_migrate_numactl_on_4n_rr() {
         (
             "migrate_to",
             "set -- $(hold /tmp/m2 $NK run -N 1 -- $H --mib 64 --nohuge)\n\
-             $NK migrate $1 --to 2 --json | grep -E '\"pages_(moved|failed)\"'; echo \"after $(mapping $1 $2)\"; kill $1"
+             $NK migrate $1 --to 2 --json | grep -E '\"(pages_moved|pages_failed|EACCES)\"'; echo \"after $(mapping $1 $2)\"; kill $1"
                 .into(),
         ),
         (
             "migrate_refused",
-            "set -- $(hold /tmp/m3 $NK run -N 0 -- $H --mib 96)\n\
+            "set -- $(hold /tmp/m3 $NK run -N 0 -- $H --mib 360)\n\
              $NK migrate $1 --from 0 --to 1 --dry-run > /dev/null; echo \"dry $?\"\n\
-             hold /tmp/fill $NK run -m 1 -- $H --mib 440 --secs 60 > /dev/null\n\
-             $NK migrate $1 --from 0 --to 1; echo \"full $?\"; kill $1"
+             set -- $1 $(hold /tmp/fill $NK run -m 1 -- $H --mib 250)\n\
+             $NK migrate $1 --from 0 --to 1; echo \"full $?\"; kill $1 $2"
                 .into(),
         ),
         (
@@ -138,8 +137,21 @@ fn vm_policies_pin_migrate_numactl_on_4n_rr() {
                 .into(),
         ),
         ("errors", "$NK run -m 7 -- true; echo \"status $?\"; $NK run -C 0 -N 1 -- true; echo \"status $?\"".into()),
-    ];
-    let out = run("4n-rr", &checks);
+    ]
+}
+
+const FIRST_BOOT: [&str; 7] = ["bind", "interleave", "preferred", "preferred_full", "membind_small", "show", "pin"];
+
+fn run_part(first: bool) -> BTreeMap<String, Output> {
+    let checks: Vec<(&str, String)> =
+        checks_4n_rr().into_iter().filter(|(n, _)| FIRST_BOOT.contains(n) == first).collect();
+    run("4n-rr", &checks)
+}
+
+#[test]
+fn vm_policies_and_pin_on_4n_rr() {
+    require_vm!();
+    let out = run_part(true);
 
     // bind: everything on node 1, CPUs of node 1.
     let o = &out["bind"];
@@ -185,6 +197,12 @@ fn vm_policies_pin_migrate_numactl_on_4n_rr() {
     assert_eq!(tasks.len(), 4, "{o:?}");
     assert!(tasks.iter().all(|t| *t == "2"), "{o:?}");
     assert!(o.stdout.contains("\"failed\": []"), "{o:?}");
+}
+
+#[test]
+fn vm_migrate_numactl_cgroup_on_4n_rr() {
+    require_vm!();
+    let out = run_part(false);
 
     // migrate_pages from 0 to 3, and move_pages to 2: at least 99% moved.
     let o = &out["migrate_from_to"];
@@ -192,7 +210,15 @@ fn vm_policies_pin_migrate_numactl_on_4n_rr() {
     assert!(share(&pages(line(o, "after")), 3) >= 0.99, "{o:?}");
     let o = &out["migrate_to"];
     assert!(share(&pages(line(o, "after")), 2) >= 0.99, "{o:?}");
-    assert!(o.stdout.contains("\"pages_failed\": 0"), "{o:?}");
+    // Every page of the process not on node 2 was tried: the holder's 16384
+    // moved; shared library pages may be refused (EACCES without
+    // MPOL_MF_MOVE_ALL) and are reported with that reason.
+    let num = |k: &str| -> u64 {
+        let l = line(o, &format!("  \"{k}\""));
+        l.split(':').nth(1).and_then(|v| v.trim().trim_end_matches(',').parse().ok()).expect("number")
+    };
+    assert!(num("pages_moved") >= 16384, "{o:?}");
+    assert!(num("pages_failed") == 0 || o.stdout.contains("EACCES"), "{o:?}");
 
     // migrate refuses when the target lacks the memory (exit 1), dry run is fine.
     let o = &out["migrate_refused"];
