@@ -11,8 +11,20 @@
 //!   plan, with every check made before anything changes;
 //! * [`act`]: the few syscalls that change placement (memory policy,
 //!   affinity, page migration), each logged;
+//! * [`stats`]: NUMA counters, per-node memory, AutoNUMA activity and
+//!   per-process memory per node with locality, and rates between samples
+//!   (what `stat`, `top` and the exporter show);
 //! * [`present`]: text, JSON and SVG views of the model (no I/O: they
-//!   return strings).
+//!   return strings);
+//! * [`tune`]: kernel NUMA knobs: show, checked set/apply with a state
+//!   file so every change can be reverted, profiles, readiness check;
+//! * [`stats_math`]: statistics of measurements (mean, median, standard
+//!   error, Student-t intervals, Welch's t-test, runs needed);
+//! * [`bench`]: memory bandwidth (STREAM kernels) and latency (pointer
+//!   chase) between every CPU node and memory node, returned as plain
+//!   result structs;
+//! * [`compare`]: a workload under several configurations, run in
+//!   interleaved order, with statistics of which is better and how sure.
 //!
 //! ```
 //! use numakit::sets::CpuSet;
@@ -27,6 +39,7 @@ pub mod place;
 pub mod present;
 pub mod procs;
 pub mod sets;
+pub mod stats;
 pub mod stats_math;
 pub mod sys;
 pub mod topo;

@@ -5,16 +5,22 @@
 //! * [`hardware`]: `numactl --hardware`, byte for byte;
 //! * [`json`]: the documented, stable JSON schema (docs/topo-json.md);
 //! * [`text`]: the human view of `numakit topo`;
-//! * [`svg`]: a picture of packages, nodes, cores and PUs.
+//! * [`svg`]: a picture of packages, nodes, cores and PUs;
+//! * [`stat`]: `numakit stat` (numastat's layout exactly with `--compat`);
+//! * [`top`]: the cells of `numakit top` and its plain-text snapshot;
+//! * [`prometheus`]: the exporter's Prometheus text exposition.
 
 pub mod bench;
 pub mod compare;
 pub mod hardware;
 pub mod json;
 pub mod plot;
+pub mod prometheus;
 pub mod show;
+pub mod stat;
 pub mod svg;
 pub mod text;
+pub mod top;
 
 /// Formats bytes in binary units with one decimal where it helps
 /// (`512 MiB`, `1.5 GiB`, `63.9 GiB`).

@@ -1,15 +1,18 @@
 //! Processes as the kernel shows them under `/proc/PID`: `status`
 //! (allowed CPUs and nodes), `task/TID/stat` (last CPU of each thread) and
-//! `numa_maps` (memory per mapping and node, and each mapping's policy).
-//! Read through [`SysRoot`]; a process that has exited is `Ok(None)`, not
-//! an error.
+//! `numa_maps` (memory per mapping and node, and each mapping's policy),
+//! and the cheap files every scan starts from ([`pidstat`]: `stat`, the
+//! process list, owner, `cmdline`, `sched`). Read through [`SysRoot`]; a
+//! process that has exited is `Ok(None)`, not an error.
 
 pub mod numa_maps;
+pub mod pidstat;
 
 use crate::sets::{CpuSet, NodeSet};
 use crate::sys::{SysError, SysRoot};
 
-pub use numa_maps::{MappingKind, NumaMapping};
+pub use numa_maps::{KindView, MappingKind, MappingView, NumaMapping};
+pub use pidstat::{list_pids, parse_proc_stat, read_proc_stat, thread_cpus, ProcStat};
 
 /// What `/proc/PID/status` says about placement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +108,54 @@ pub fn read_threads(sys: &SysRoot, pid: i32) -> Result<Option<Vec<ThreadInfo>>, 
 /// gone. (Reading it takes the process's mmap lock: read it only for the
 /// processes a view shows.)
 pub fn read_numa_maps(sys: &SysRoot, pid: i32) -> Result<Option<Vec<NumaMapping>>, SysError> {
-    Ok(sys.read(format!("proc/{pid}/numa_maps"))?.map(|t| numa_maps::parse(&t)))
+    Ok(read_numa_maps_text(sys, pid)?.map(|t| numa_maps::parse(&t)))
+}
+
+/// Reads `/proc/PID/numa_maps` as text (for [`numa_maps::views`]);
+/// `Ok(None)` if the process is gone.
+pub fn read_numa_maps_text(sys: &SysRoot, pid: i32) -> Result<Option<String>, SysError> {
+    read_proc_text(sys, &format!("proc/{pid}/numa_maps"), 16 << 10)
+}
+
+/// Reads a `/proc/PID` file below the root like [`SysRoot::read`] (missing
+/// is `Ok(None)`), but with one large read per call. The kernel generates
+/// `numa_maps` per `read()` call, taking the process's mmap lock and
+/// looking its mappings up again each time; `SysRoot::read` (`fs::read`)
+/// starts with a 32-byte probe and doubles, which took about 15 `read()`
+/// calls per process where this takes 2 (plus an fstat), and cost about
+/// 40% more kernel time over 1000 processes than numastat's 4 KiB reads.
+pub(crate) fn read_proc_text(sys: &SysRoot, rel: &str, capacity: usize) -> Result<Option<String>, SysError> {
+    use std::io::Read;
+    let path = sys.path(rel);
+    let missing =
+        |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
+    let mut file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if missing(&e) => return Ok(None),
+        Err(source) => return Err(SysError::Io { path, source }),
+    };
+    // Plain read() calls into a sized buffer: no fstat or seek first (the
+    // size of a /proc file is 0), no small probe reads.
+    let mut bytes = vec![0u8; capacity.max(64)];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(bytes.len() * 2, 0);
+        }
+        match file.read(&mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if missing(&e) => return Ok(None),
+            Err(source) => return Err(SysError::Io { path, source }),
+        }
+    }
+    bytes.truncate(len);
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok(Some(text))
 }
 
 /// One line of `/proc/PID/maps`: an address range.
@@ -172,6 +222,20 @@ mod tests {
         assert_eq!((s.name.as_str(), s.threads, s.rss_bytes), ("sleep", 2, 1 << 20));
         assert_eq!(s.cpus_allowed.to_list(), "0-3");
         assert_eq!(s.mems_allowed.to_list(), "0-1");
+    }
+
+    #[test]
+    fn proc_text_reads_whole_files() {
+        let d = tempfile::tempdir().expect("tmp");
+        let big: String = (0..5000).map(|i| format!("{i:x} default anon=1 N0=1\n")).collect();
+        std::fs::create_dir_all(d.path().join("proc/7")).expect("mkdir");
+        std::fs::write(d.path().join("proc/7/numa_maps"), &big).expect("write");
+        let sys = SysRoot::at(d.path());
+        assert_eq!(read_proc_text(&sys, "proc/7/numa_maps", 64).expect("read").as_deref(), Some(big.as_str()));
+        assert_eq!(read_numa_maps(&sys, 7).expect("read").map(|m| m.len()), Some(5000));
+        assert_eq!(read_proc_text(&sys, "proc/8/numa_maps", 64).expect("missing"), None);
+        assert_eq!(read_proc_text(&sys, "proc/7/numa_maps/x", 64).expect("under a file"), None);
+        assert!(read_proc_text(&sys, "proc/7", 64).is_err());
     }
 
     #[test]

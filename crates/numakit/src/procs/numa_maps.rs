@@ -66,55 +66,150 @@ impl NumaMapping {
 
 /// Parses `numa_maps` text; lines that do not parse are skipped.
 pub fn parse(text: &str) -> Vec<NumaMapping> {
-    text.lines().filter_map(parse_line).collect()
+    views(text).map(|v| v.to_mapping()).collect()
 }
 
-fn parse_line(line: &str) -> Option<NumaMapping> {
-    let (addr, rest) = line.split_once(' ')?;
-    let start = u64::from_str_radix(addr, 16).ok()?;
-    // Two policy names hold a space: "prefer (many)" and "weighted interleave".
-    let split_at =
-        ["prefer (many)", "weighted interleave"].iter().find(|p| rest.starts_with(*p)).map_or(0, |p| p.len());
-    let (policy, tail) = match rest[split_at..].find(' ') {
-        Some(i) => (&rest[..split_at + i], &rest[split_at + i + 1..]),
-        None => (rest, ""),
-    };
-    let mut m = NumaMapping {
-        start,
-        policy: policy.to_string(),
-        kind: MappingKind::Anon,
-        anon_pages: 0,
-        pages: BTreeMap::new(),
-        page_size: 4096,
-    };
-    let mut file = None;
-    let mut huge = false;
-    for tok in tail.split(' ') {
-        match tok {
-            "heap" => m.kind = MappingKind::Heap,
-            "stack" => m.kind = MappingKind::Stack,
-            "huge" => huge = true,
-            _ => {
-                let Some((k, v)) = tok.split_once('=') else { continue };
-                if let Some(node) = k.strip_prefix('N').and_then(|n| n.parse::<u32>().ok()) {
-                    m.pages.insert(node, v.parse().unwrap_or(0));
-                } else {
-                    match k {
-                        "file" => file = Some(v.replace("\\040", " ")),
-                        "anon" => m.anon_pages = v.parse().unwrap_or(0),
-                        "kernelpagesize_kB" => m.page_size = v.parse::<u64>().unwrap_or(4) * 1024,
-                        _ => {}
+/// Borrowed views of every line that parses: what [`parse`] reads, without
+/// allocating (for summing many processes' maps).
+pub fn views(text: &str) -> impl Iterator<Item = MappingView<'_>> {
+    text.lines().filter_map(MappingView::parse)
+}
+
+/// The kind of a mapping as written (`File` holds the path still escaped,
+/// `\040` for a space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindView<'a> {
+    /// `heap`.
+    Heap,
+    /// `stack`.
+    Stack,
+    /// `huge` (hugetlbfs).
+    Huge,
+    /// `file=PATH`, escaped.
+    File(&'a str),
+    /// Anonymous, not heap or stack.
+    Anon,
+}
+
+/// One `numa_maps` line, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappingView<'a> {
+    /// Start address.
+    pub start: u64,
+    /// Policy as the kernel prints it.
+    pub policy: &'a str,
+    /// Kind.
+    pub kind: KindView<'a>,
+    /// `anon=` pages.
+    pub anon_pages: u64,
+    /// `kernelpagesize_kB` in bytes.
+    pub page_size: u64,
+    /// The fields after the policy.
+    tail: &'a str,
+    /// Where in `tail` the first `Nk=` field starts.
+    nodes_at: Option<usize>,
+}
+
+/// The space-separated fields of `s`. A plain byte loop: the fields are a
+/// few bytes long, shorter than what makes memchr pay off.
+fn fields(s: &str) -> impl Iterator<Item = &str> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= bytes.len() {
+            return None;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i] != b' ' {
+            i += 1;
+        }
+        let field = s.get(start..i);
+        i += 1;
+        field
+    })
+}
+
+impl<'a> MappingView<'a> {
+    /// Parses one line.
+    pub fn parse(line: &'a str) -> Option<Self> {
+        let (addr, rest) = line.split_once(' ')?;
+        let start = u64::from_str_radix(addr, 16).ok()?;
+        // Two policy names hold a space: "prefer (many)" and "weighted interleave".
+        let split_at =
+            ["prefer (many)", "weighted interleave"].iter().find(|p| rest.starts_with(*p)).map_or(0, |p| p.len());
+        let (policy, tail) = match rest[split_at..].find(' ') {
+            Some(i) => (&rest[..split_at + i], &rest[split_at + i + 1..]),
+            None => (rest, ""),
+        };
+        let mut v =
+            MappingView { start, policy, kind: KindView::Anon, anon_pages: 0, page_size: 4096, tail, nodes_at: None };
+        let mut file = None;
+        let mut huge = false;
+        // Dispatch on the first byte: most fields (dirty=, active=, mapped=,
+        // ...) are skipped without looking further.
+        for tok in fields(tail) {
+            match tok.as_bytes().first() {
+                Some(b'h') if tok == "heap" => v.kind = KindView::Heap,
+                Some(b'h') if tok == "huge" => huge = true,
+                // Kernels before 4.5 wrote `stack:TID` for thread stacks.
+                Some(b's') if tok == "stack" || tok.starts_with("stack:") => v.kind = KindView::Stack,
+                Some(b'f') => file = tok.strip_prefix("file=").or(file),
+                Some(b'a') => {
+                    if let Some(n) = tok.strip_prefix("anon=") {
+                        v.anon_pages = n.parse().unwrap_or(0);
                     }
                 }
+                Some(b'k') => {
+                    if let Some(n) = tok.strip_prefix("kernelpagesize_kB=") {
+                        v.page_size = n.parse::<u64>().unwrap_or(4) * 1024;
+                    }
+                }
+                Some(b'N') if v.nodes_at.is_none() && tok.as_bytes().get(1).is_some_and(u8::is_ascii_digit) => {
+                    v.nodes_at = Some(tok.as_ptr() as usize - tail.as_ptr() as usize);
+                }
+                _ => {}
             }
         }
+        if huge {
+            v.kind = KindView::Huge;
+        } else if let Some(f) = file {
+            v.kind = KindView::File(f);
+        }
+        Some(v)
     }
-    if huge {
-        m.kind = MappingKind::Huge;
-    } else if let Some(f) = file {
-        m.kind = MappingKind::File(f);
+
+    /// Pages per node (`Nk=`), in the line's order.
+    pub fn pages(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
+        let from = self.nodes_at.map_or(self.tail.len(), |i| i.min(self.tail.len()));
+        fields(&self.tail[from..]).filter_map(|tok| {
+            let (k, v) = tok.strip_prefix('N')?.split_once('=')?;
+            Some((k.parse::<u32>().ok()?, v.parse().unwrap_or(0)))
+        })
     }
-    Some(m)
+
+    /// Bytes on each node.
+    pub fn bytes_per_node(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
+        let size = self.page_size;
+        self.pages().map(move |(n, p)| (n, p * size))
+    }
+
+    /// The owned mapping.
+    pub fn to_mapping(&self) -> NumaMapping {
+        NumaMapping {
+            start: self.start,
+            policy: self.policy.to_string(),
+            kind: match self.kind {
+                KindView::Heap => MappingKind::Heap,
+                KindView::Stack => MappingKind::Stack,
+                KindView::Huge => MappingKind::Huge,
+                KindView::File(f) => MappingKind::File(f.replace("\\040", " ")),
+                KindView::Anon => MappingKind::Anon,
+            },
+            anon_pages: self.anon_pages,
+            pages: self.pages().collect(),
+            page_size: self.page_size,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -146,5 +241,9 @@ mod tests {
         assert_eq!(m[5].policy, "prefer (many):0-1");
         assert_eq!(m[6].policy, "weighted interleave:0-1");
         assert_eq!(m[7].bytes(), 0);
+        let v: Vec<MappingView> = views(t).collect();
+        assert_eq!(v[2].kind, KindView::File("/usr/lib/x\\040y.so"));
+        assert_eq!(v[1].bytes_per_node().collect::<Vec<_>>(), vec![(0, 30 * 4096), (2, 3 * 4096)]);
+        assert_eq!(parse("7fff default stack:1234 anon=1 N0=1\n")[0].kind, MappingKind::Stack);
     }
 }

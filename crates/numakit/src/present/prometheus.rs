@@ -1,0 +1,299 @@
+//! The exporter's page: a [`MetricsSample`] in the Prometheus text
+//! exposition format 0.0.4, every family with `# HELP` and `# TYPE`, names
+//! after Prometheus conventions (base units, `_bytes`, `_ratio`, counters
+//! ending in `_total`).
+//!
+//! Written by hand rather than with prometheus-client: that crate (0.23)
+//! only writes OpenMetrics text, whose counter families are named without
+//! `_total` (`# TYPE x counter` over samples `x_total`) and which ends in
+//! `# EOF`; `promtool check metrics` reads the 0.0.4 format and rejects
+//! such counters ("x_total no help text", exit 3). The 0.0.4 format is
+//! what every Prometheus server reads, so one format serves both.
+
+use std::fmt::Write as _;
+
+use crate::stats::MetricsSample;
+
+/// The content type of [`render`]'s text.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// One metric family being written.
+struct Family<'a> {
+    out: &'a mut String,
+    name: String,
+}
+
+impl<'a> Family<'a> {
+    fn new(out: &'a mut String, name: &str, kind: &str, help: &str) -> Self {
+        let _ = writeln!(out, "# HELP {name} {}", escape_help(help));
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        Family { out, name: name.to_string() }
+    }
+
+    fn sample(&mut self, labels: &[(&str, &str)], value: impl Into<f64>) {
+        let v: f64 = value.into();
+        self.out.push_str(&self.name);
+        if !labels.is_empty() {
+            let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_label(v))).collect();
+            let _ = write!(self.out, "{{{}}}", l.join(","));
+        }
+        let _ = writeln!(self.out, " {}", number(v));
+    }
+}
+
+fn escape_help(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn escape_label(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A sample value: integers without a fraction, `NaN`, `+Inf`, `-Inf`.
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_string()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.to_string()
+    } else if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Converts a counter to f64 (exact below 2^53 pages or bytes).
+fn f(v: u64) -> f64 {
+    v as f64
+}
+
+/// Help of each node counter of `numastat`.
+fn counter_help(name: &str) -> String {
+    let what = match name {
+        "numa_hit" => "Pages allocated on this node as intended",
+        "numa_miss" => "Pages allocated on this node although another was preferred",
+        "numa_foreign" => "Pages intended for this node but allocated on another",
+        "interleave_hit" => "Interleaved pages allocated on this node as intended",
+        "local_node" => "Pages allocated on this node while the process ran on it",
+        "other_node" => "Pages allocated on this node while the process ran on another",
+        _ => "Node counter",
+    };
+    format!("{what} (nodeN/numastat {name}).")
+}
+
+fn vm_help(name: &str) -> String {
+    let what = match name {
+        "numa_pte_updates" => "Base page table entries marked for NUMA hinting faults",
+        "numa_huge_pte_updates" => "Huge page table entries marked for NUMA hinting faults",
+        "numa_hint_faults" => "NUMA hinting faults taken",
+        "numa_hint_faults_local" => "NUMA hinting faults on pages already local",
+        "numa_pages_migrated" => "Pages migrated by NUMA balancing",
+        "pgmigrate_success" => "Pages migrated successfully",
+        "pgmigrate_fail" => "Pages that failed to migrate",
+        n if n.starts_with("pgpromote_") => "Memory tiering promotion counter",
+        n if n.starts_with("pgdemote_") => "Memory tiering demotion counter",
+        _ => "vmstat counter",
+    };
+    format!("{what} (/proc/vmstat {name}).")
+}
+
+/// Names a metric after a kernel counter: lower case, `[a-z0-9_]` only.
+fn metric_part(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect()
+}
+
+/// The whole page.
+pub fn render(s: &MetricsSample) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    // Node memory.
+    for (name, key, help) in [
+        ("numakit_node_memory_total_bytes", "MemTotal", "Memory of the node (nodeN/meminfo MemTotal)."),
+        ("numakit_node_memory_free_bytes", "MemFree", "Free memory of the node (nodeN/meminfo MemFree)."),
+        ("numakit_node_memory_used_bytes", "MemUsed", "Used memory of the node (nodeN/meminfo MemUsed)."),
+        ("numakit_node_memory_file_bytes", "FilePages", "Page cache of the node (nodeN/meminfo FilePages)."),
+        ("numakit_node_memory_anon_bytes", "AnonPages", "Anonymous memory of the node (nodeN/meminfo AnonPages)."),
+    ] {
+        if s.memory.iter().all(|n| n.get(key).is_none()) {
+            continue;
+        }
+        let mut fam = Family::new(o, name, "gauge", help);
+        for n in &s.memory {
+            if let Some(v) = n.get(key) {
+                fam.sample(&[("node", &n.id.to_string())], f(v));
+            }
+        }
+    }
+    // Huge pages, per size and over every size.
+    if s.memory.iter().any(|n| !n.hugepages.is_empty()) {
+        let mut fam = Family::new(
+            o,
+            "numakit_node_hugepages",
+            "gauge",
+            "Huge pages of the node by page size and state (total, free, surplus), in pages.",
+        );
+        for n in &s.memory {
+            let id = n.id.to_string();
+            for h in &n.hugepages {
+                let size = h.size_bytes.to_string();
+                for (state, v) in [("total", h.total), ("free", h.free), ("surplus", h.surplus)] {
+                    fam.sample(&[("node", &id), ("size_bytes", &size), ("state", state)], f(v));
+                }
+            }
+        }
+        let mut fam = Family::new(
+            o,
+            "numakit_node_hugepages_bytes",
+            "gauge",
+            "Memory in huge pages of the node by state, every page size counted at its size.",
+        );
+        for n in &s.memory {
+            let id = n.id.to_string();
+            for (state, v) in
+                [("total", n.huge_total_bytes()), ("free", n.huge_free_bytes()), ("surplus", n.huge_surplus_bytes())]
+            {
+                fam.sample(&[("node", &id), ("state", state)], f(v));
+            }
+        }
+    }
+    // Node counters.
+    let nodes = &s.counters.nodes;
+    let mut names: Vec<&str> = Vec::new();
+    for n in nodes {
+        for (k, _) in &n.lines {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    for name in names {
+        let mut fam =
+            Family::new(o, &format!("numakit_node_{}_total", metric_part(name)), "counter", &counter_help(name));
+        for n in nodes {
+            if let Some(v) = n.get(name) {
+                fam.sample(&[("node", &n.id.to_string())], f(v));
+            }
+        }
+    }
+    // AutoNUMA.
+    for (name, v) in &s.counters.vm.lines {
+        let mut fam = Family::new(o, &format!("numakit_vmstat_{}_total", metric_part(name)), "counter", &vm_help(name));
+        fam.sample(&[], f(*v));
+    }
+    // Processes.
+    if !s.processes.is_empty() {
+        let mut fam = Family::new(
+            o,
+            "numakit_process_resident_bytes",
+            "gauge",
+            "Resident memory of the process (the top processes by resident memory).",
+        );
+        for (p, rss) in &s.processes {
+            fam.sample(&[("pid", &p.pid.to_string()), ("comm", &p.comm)], f(*rss));
+        }
+        let mut fam = Family::new(
+            o,
+            "numakit_process_memory_bytes",
+            "gauge",
+            "Memory of the process on the node (from /proc/PID/numa_maps).",
+        );
+        for (p, _) in &s.processes {
+            let pid = p.pid.to_string();
+            for n in &p.nodes {
+                fam.sample(&[("pid", &pid), ("comm", &p.comm), ("node", &n.id.to_string())], f(n.bytes));
+            }
+        }
+        let mut fam = Family::new(
+            o,
+            "numakit_process_locality_ratio",
+            "gauge",
+            "Share of the process's memory on the nodes its threads run on (0 to 1).",
+        );
+        for (p, _) in &s.processes {
+            if let Some(l) = p.locality {
+                fam.sample(&[("pid", &p.pid.to_string()), ("comm", &p.comm)], l);
+            }
+        }
+    }
+    let mut fam = Family::new(
+        o,
+        "numakit_exporter_processes_unreadable",
+        "gauge",
+        "Top processes whose numa_maps could not be read (permissions) in this scrape.",
+    );
+    fam.sample(&[], f(s.unreadable as u64));
+    out
+}
+
+/// The family timing a scrape (appended after [`render`]).
+pub fn scrape_duration(d: std::time::Duration) -> String {
+    let mut out = String::new();
+    let mut fam = Family::new(
+        &mut out,
+        "numakit_exporter_scrape_duration_seconds",
+        "gauge",
+        "Time taken to read the system for this scrape.",
+    );
+    fam.sample(&[], d.as_secs_f64());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::counters::parse_numastat;
+    use crate::stats::process::summarize;
+    use crate::stats::{CounterSample, NodeCounters, NodeMeminfo};
+
+    fn sample() -> MetricsSample {
+        let maps = crate::procs::numa_maps::parse("1000 bind:1 anon=256 N1=256 kernelpagesize_kB=4\n");
+        MetricsSample {
+            memory: vec![NodeMeminfo {
+                id: 1,
+                lines: vec![("MemTotal".into(), 1 << 30), ("MemFree".into(), 1 << 29)],
+                hugepages: vec![crate::topo::HugePages { size_bytes: 2 << 20, total: 4, free: 2, surplus: 0 }],
+            }],
+            counters: CounterSample {
+                nodes: vec![NodeCounters { id: 1, lines: parse_numastat("numa_hit 5\nnuma_miss 1\n") }],
+                vm: crate::stats::vmstat::parse_vmstat("numa_hint_faults 3\npgpromote_success 2\n"),
+            },
+            processes: vec![(summarize(42, "a \"q\"", &maps, &[0, 1], [1].into_iter().collect()), 2 << 20)],
+            unreadable: 0,
+        }
+    }
+
+    #[test]
+    fn families_are_typed_and_named() {
+        let t = render(&sample());
+        for want in [
+            "# TYPE numakit_node_memory_free_bytes gauge\nnumakit_node_memory_free_bytes{node=\"1\"} 536870912\n",
+            "numakit_node_hugepages{node=\"1\",size_bytes=\"2097152\",state=\"free\"} 2\n",
+            "numakit_node_hugepages_bytes{node=\"1\",state=\"total\"} 8388608\n",
+            "# TYPE numakit_node_numa_hit_total counter\nnumakit_node_numa_hit_total{node=\"1\"} 5\n",
+            "# TYPE numakit_vmstat_numa_hint_faults_total counter\nnumakit_vmstat_numa_hint_faults_total 3\n",
+            "numakit_vmstat_pgpromote_success_total 2\n",
+            "numakit_process_memory_bytes{pid=\"42\",comm=\"a \\\"q\\\"\",node=\"1\"} 1048576\n",
+            "numakit_process_locality_ratio{pid=\"42\",comm=\"a \\\"q\\\"\"} 1\n",
+        ] {
+            assert!(t.contains(want), "missing {want:?} in\n{t}");
+        }
+        // Every family has HELP then TYPE, and every sample follows its TYPE.
+        let mut current = String::new();
+        for line in t.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                current = rest.split(' ').next().unwrap_or_default().to_string();
+            } else if !line.starts_with('#') {
+                assert!(line.starts_with(&current), "{line} outside {current}");
+            }
+        }
+        assert_eq!(t.matches("# HELP").count(), t.matches("# TYPE").count());
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number(3.0), "3");
+        assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(f64::NAN), "NaN");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+    }
+}

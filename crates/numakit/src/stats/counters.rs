@@ -1,0 +1,107 @@
+//! Per-node allocation counters of `sys/devices/system/node/nodeN/numastat`
+//! (`numa_hit`, `numa_miss`, `numa_foreign`, `interleave_hit`,
+//! `local_node`, `other_node`: pages, counted since boot), kept in the
+//! kernel's order with any line this version does not know.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::rate::{named_rates, Rate};
+use crate::sys::{SysError, SysRoot};
+
+/// Folder of the node directories.
+pub const NODE_DIR: &str = "sys/devices/system/node";
+
+/// The counters numastat knows, in its row order.
+pub const NUMASTAT_COUNTERS: [&str; 6] =
+    ["numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node"];
+
+/// One node's counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeCounters {
+    /// Node id.
+    pub id: u32,
+    /// `(name, value)` in the file's order.
+    pub lines: Vec<(String, u64)>,
+}
+
+impl NodeCounters {
+    /// The value of counter `name`.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.lines.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
+
+/// Parses `name value` lines; lines that do not parse are skipped.
+pub fn parse_numastat(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let k = f.next()?;
+            let v = f.next()?.parse().ok()?;
+            Some((k.to_string(), v))
+        })
+        .collect()
+}
+
+/// Ids of the `nodeN` folders, sorted (empty without NUMA support).
+pub fn node_ids(sys: &SysRoot) -> Result<Vec<u32>, SysError> {
+    sys.numbered_entries(NODE_DIR, "node")
+}
+
+/// Reads the counters of every node. A node folder without a `numastat`
+/// file is an error naming the file (numastat fails there too).
+pub fn read_node_counters(sys: &SysRoot) -> Result<Vec<NodeCounters>, SysError> {
+    let mut out = Vec::new();
+    for id in node_ids(sys)? {
+        let rel = format!("{NODE_DIR}/node{id}/numastat");
+        let text = sys.read(&rel)?.ok_or_else(|| sys.invalid(&rel, "missing"))?;
+        out.push(NodeCounters { id, lines: parse_numastat(&text) });
+    }
+    Ok(out)
+}
+
+/// One node's counter rates over an interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeRates {
+    /// Node id.
+    pub id: u32,
+    /// `(name, rate)` in the file's order.
+    pub rates: Vec<(String, Rate)>,
+}
+
+/// Rates of every node present in both samples.
+pub fn node_rates(prev: &[NodeCounters], cur: &[NodeCounters], interval: Duration) -> Vec<NodeRates> {
+    cur.iter()
+        .filter_map(|c| {
+            let p = prev.iter().find(|p| p.id == c.id)?;
+            Some(NodeRates { id: c.id, rates: named_rates(&p.lines, &c.lines, interval) })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_rates() {
+        let a = NodeCounters { id: 1, lines: parse_numastat("numa_hit 10\nnuma_miss 2\nbogus\nnew_one 7\n") };
+        assert_eq!(a.lines.len(), 3);
+        assert_eq!((a.get("numa_hit"), a.get("new_one"), a.get("other_node")), (Some(10), Some(7), None));
+        let b = NodeCounters { id: 1, lines: parse_numastat("numa_hit 30\nnuma_miss 2\nnew_one 8\n") };
+        let r = node_rates(&[a], &[b], Duration::from_secs(4));
+        assert_eq!(r[0].rates[0], ("numa_hit".to_string(), Rate { delta: 20, per_sec: 5.0 }));
+    }
+
+    #[test]
+    fn live_nodes_have_the_six_counters() {
+        let c = read_node_counters(&SysRoot::live()).expect("read");
+        for n in &c {
+            for k in NUMASTAT_COUNTERS {
+                assert!(n.get(k).is_some(), "node{} {k}", n.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Memory of each node: every line of `nodeN/meminfo` and the huge pages
+//! of every size from `nodeN/hugepages/hugepages-<size>kB/`. The huge page
+//! totals are counted here per size (pages × that size): `meminfo`'s
+//! `HugePages_*` lines count pages of the default size only, which is what
+//! numastat -m multiplies by the default size, wrong as soon as another
+//! size (1 GiB pages) is in use.
+
+use serde::Serialize;
+
+use super::counters::NODE_DIR;
+use crate::sys::{parse_kv_lines, SysError, SysRoot};
+use crate::topo::HugePages;
+
+/// One node's memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeMeminfo {
+    /// Node id.
+    pub id: u32,
+    /// `(key, value)` in the file's order: bytes for `kB` lines, a count for
+    /// the `HugePages_*` lines.
+    pub lines: Vec<(String, u64)>,
+    /// Huge pages of every size, sorted by size.
+    pub hugepages: Vec<HugePages>,
+}
+
+impl NodeMeminfo {
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.lines.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// Bytes of huge pages reserved, every size counted at its size.
+    pub fn huge_total_bytes(&self) -> u64 {
+        self.hugepages.iter().map(|h| h.total * h.size_bytes).sum()
+    }
+
+    /// Bytes of free huge pages, every size counted at its size.
+    pub fn huge_free_bytes(&self) -> u64 {
+        self.hugepages.iter().map(|h| h.free * h.size_bytes).sum()
+    }
+
+    /// Bytes of surplus huge pages, every size counted at its size.
+    pub fn huge_surplus_bytes(&self) -> u64 {
+        self.hugepages.iter().map(|h| h.surplus * h.size_bytes).sum()
+    }
+
+    /// `MemFree`.
+    pub fn free_bytes(&self) -> Option<u64> {
+        self.get("MemFree")
+    }
+
+    /// `MemTotal`.
+    pub fn total_bytes(&self) -> Option<u64> {
+        self.get("MemTotal")
+    }
+}
+
+/// Whether a meminfo key counts pages rather than kB.
+pub fn is_page_count(key: &str) -> bool {
+    key.starts_with("HugePages_")
+}
+
+/// Reads the huge pages of every size under `dir`.
+pub fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysError> {
+    let mut out = Vec::new();
+    for name in sys.list_dir(dir)?.unwrap_or_default() {
+        let Some(kb) = name.strip_prefix("hugepages-").and_then(|s| s.strip_suffix("kB")) else { continue };
+        let Ok(kb) = kb.parse::<u64>() else { continue };
+        let f = |file: &str| sys.read_u64(format!("{dir}/{name}/{file}"));
+        out.push(HugePages {
+            size_bytes: kb * 1024,
+            total: f("nr_hugepages")?.unwrap_or(0),
+            free: f("free_hugepages")?.unwrap_or(0),
+            surplus: f("surplus_hugepages")?.unwrap_or(0),
+        });
+    }
+    out.sort_by_key(|h| h.size_bytes);
+    Ok(out)
+}
+
+/// Reads every node's memory. Without node folders the machine is one
+/// node 0 with `/proc/meminfo` and `sys/kernel/mm/hugepages`.
+pub fn read_node_meminfo(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
+    let ids = sys.numbered_entries(NODE_DIR, "node")?;
+    if ids.is_empty() {
+        let lines = sys.read("proc/meminfo")?.map(|t| parse_kv_lines(&t)).unwrap_or_default();
+        let hugepages = read_hugepages(sys, "sys/kernel/mm/hugepages")?;
+        return Ok(vec![NodeMeminfo { id: 0, lines, hugepages }]);
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let d = format!("{NODE_DIR}/node{id}");
+        let lines = sys.read(format!("{d}/meminfo"))?.map(|t| parse_kv_lines(&t)).unwrap_or_default();
+        let hugepages = read_hugepages(sys, &format!("{d}/hugepages"))?;
+        out.push(NodeMeminfo { id, lines, hugepages });
+    }
+    Ok(out)
+}
+
+/// Reads only `MemTotal` and `MemFree` of every node (what `top` shows),
+/// without the huge page folders.
+pub fn read_node_free(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
+    let ids = sys.numbered_entries(NODE_DIR, "node")?;
+    let files: Vec<(u32, String)> = if ids.is_empty() {
+        vec![(0, "proc/meminfo".to_string())]
+    } else {
+        ids.into_iter().map(|id| (id, format!("{NODE_DIR}/node{id}/meminfo"))).collect()
+    };
+    let mut out = Vec::with_capacity(files.len());
+    for (id, rel) in files {
+        let lines = sys
+            .read(&rel)?
+            .map(|t| parse_kv_lines(&t))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| k == "MemTotal" || k == "MemFree")
+            .collect();
+        out.push(NodeMeminfo { id, lines, hugepages: Vec::new() });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(files: &[(&str, &str)]) -> (tempfile::TempDir, SysRoot) {
+        let d = tempfile::tempdir().expect("tmp");
+        for (rel, text) in files {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        }
+        let r = SysRoot::at(d.path());
+        (d, r)
+    }
+
+    #[test]
+    fn every_hugepage_size_counts_at_its_size() {
+        let n = "sys/devices/system/node/node1";
+        let (_d, sys) = root(&[
+            (
+                &format!("{n}/meminfo"),
+                "Node 1 MemTotal: 8000 kB\nNode 1 MemFree: 6000 kB\nNode 1 HugePages_Total:   10\nNode 1 HugePages_Free: 4\n",
+            ),
+            (&format!("{n}/hugepages/hugepages-2048kB/nr_hugepages"), "10\n"),
+            (&format!("{n}/hugepages/hugepages-2048kB/free_hugepages"), "4\n"),
+            (&format!("{n}/hugepages/hugepages-2048kB/surplus_hugepages"), "0\n"),
+            (&format!("{n}/hugepages/hugepages-1048576kB/nr_hugepages"), "2\n"),
+            (&format!("{n}/hugepages/hugepages-1048576kB/free_hugepages"), "1\n"),
+            (&format!("{n}/hugepages/hugepages-1048576kB/surplus_hugepages"), "1\n"),
+        ]);
+        let m = read_node_meminfo(&sys).expect("read");
+        assert_eq!(m.len(), 1);
+        let m = &m[0];
+        assert_eq!((m.id, m.total_bytes(), m.free_bytes()), (1, Some(8000 * 1024), Some(6000 * 1024)));
+        assert_eq!(m.get("HugePages_Total"), Some(10));
+        assert_eq!(m.huge_total_bytes(), 10 * (2 << 20) + 2 * (1 << 30));
+        assert_eq!(m.huge_free_bytes(), 4 * (2 << 20) + (1 << 30));
+        assert_eq!(m.huge_surplus_bytes(), 1 << 30);
+        let f = read_node_free(&sys).expect("free");
+        assert_eq!(f[0].lines.len(), 2);
+    }
+
+    #[test]
+    fn no_node_folder_is_one_node() {
+        let (_d, sys) = root(&[("proc/meminfo", "MemTotal: 100 kB\nMemFree: 50 kB\n")]);
+        let m = read_node_meminfo(&sys).expect("read");
+        assert_eq!((m.len(), m[0].id, m[0].free_bytes()), (1, 0, Some(50 * 1024)));
+    }
+}
