@@ -1,15 +1,223 @@
-//! `numakit stat` (being written).
+//! `numakit stat`: per-node NUMA counters and AutoNUMA activity (default),
+//! numastat's exact default layout (`--compat`), per-node memory (`-m`),
+//! per-process memory per node with locality (`-p`), once or every
+//! `--interval` seconds, as text or JSON.
 
-use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use clap::{ArgAction, Args};
+use numakit::present::stat as view;
+use numakit::stats::{self, process, CounterSample, ProcessReport};
 use numakit::sys::SysRoot;
+use numakit::topo::Topology;
+use serde_json::{Map, Value};
 
+use super::topo::read_error;
 use crate::Failure;
 
 /// `numakit stat`.
 #[derive(Debug, Args)]
-pub struct StatArgs {}
+pub struct StatArgs {
+    /// Print exactly what `numastat` without arguments prints (NUMASTAT_WIDTH is honoured).
+    #[arg(long, conflicts_with_all = ["meminfo", "pids", "json", "interval"])]
+    pub compat: bool,
+    /// Per-node memory in MB like `numastat -m`, huge pages of every size counted at their size.
+    #[arg(short = 'm', long = "meminfo")]
+    pub meminfo: bool,
+    /// Memory per node of these processes (PIDs, or patterns found in their command name or line)
+    /// split Huge/Heap/Stack/Private, and their locality.
+    #[arg(short = 'p', long = "pid", value_name = "PID|NAME", num_args = 1.., action = ArgAction::Append)]
+    pub pids: Vec<String>,
+    /// Print JSON (one object per line with --interval).
+    #[arg(long)]
+    pub json: bool,
+    /// Print the deltas and rates of every SECS seconds (memory views: a fresh snapshot).
+    #[arg(long, value_name = "SECS")]
+    pub interval: Option<f64>,
+    /// With --interval: stop after N intervals.
+    #[arg(long, value_name = "N", requires = "interval")]
+    pub count: Option<u64>,
+}
+
+/// The line width of tables: `NUMASTAT_WIDTH` if set (as numastat reads
+/// it), else on a terminal 80 for `--compat` (numastat without xterm's
+/// `resize`) or the terminal's width, else unlimited.
+fn screen_width(compat: bool) -> usize {
+    if let Some(v) = std::env::var_os("NUMASTAT_WIDTH") {
+        let w = v.to_str().and_then(|s| s.trim().parse::<usize>().ok()).filter(|w| (1..=10_000_000).contains(w));
+        return w.unwrap_or(80).max(32);
+    }
+    if !std::io::stdout().is_terminal() {
+        return view::UNLIMITED_WIDTH;
+    }
+    if compat {
+        return 80;
+    }
+    terminal_columns().unwrap_or(80).max(32)
+}
+
+/// Columns of the terminal on stdout.
+pub fn terminal_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the winsize we pass and reads nothing else.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; fd 1 is stdout.
+    let rc = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+fn sys_err(e: numakit::sys::SysError) -> Failure {
+    read_error(e)
+}
+
+fn write_out(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr(), "numakit: {line}");
+}
 
 /// Runs `numakit stat`.
-pub fn run(_sys: &SysRoot, _args: &StatArgs) -> anyhow::Result<u8> {
-    Err(Failure::usage("numakit stat is not built yet").into())
+pub fn run(sys: &SysRoot, args: &StatArgs) -> anyhow::Result<u8> {
+    sys.check().map_err(sys_err)?;
+    let interval = match args.interval {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(Failure::usage(format!("invalid --interval {s}: give seconds above 0")).into()),
+    };
+    if args.count == Some(0) {
+        return Err(Failure::usage("invalid --count 0: give at least 1").into());
+    }
+    if args.compat {
+        let nodes = stats::read_node_counters(sys).map_err(sys_err)?;
+        if nodes.is_empty() {
+            return Err(Failure::system("sysfs not mounted or system not NUMA aware (no node folders)").into());
+        }
+        write_out(&view::numastat_compat(&nodes, screen_width(true)))?;
+        return Ok(0);
+    }
+    let width = screen_width(false);
+    let memory_view = args.meminfo || !args.pids.is_empty();
+    let topo = if args.pids.is_empty() { None } else { Some(Topology::read_nodes_only(sys).map_err(sys_err)?) };
+    let Some(interval) = interval else {
+        return if memory_view {
+            memory_once(sys, topo.as_ref(), args, width, true)
+        } else {
+            counters_once(sys, args, width)
+        };
+    };
+    let mut remaining = args.count;
+    if memory_view {
+        loop {
+            std::thread::sleep(interval);
+            memory_once(sys, topo.as_ref(), args, width, false)?;
+            if !tick(&mut remaining) {
+                return Ok(0);
+            }
+        }
+    }
+    let mut prev = CounterSample::read(sys).map_err(sys_err)?;
+    let mut prev_at = Instant::now();
+    loop {
+        std::thread::sleep(interval);
+        let cur = CounterSample::read(sys).map_err(sys_err)?;
+        let now = Instant::now();
+        let rates = cur.rates_since(&prev, now.duration_since(prev_at));
+        if args.json {
+            write_out(&format!("{}\n", serde_json::to_string(&view::rates_json(&rates))?))?;
+        } else {
+            write_out(&format!("{}\n", view::rates_text(&rates, width)))?;
+        }
+        (prev, prev_at) = (cur, now);
+        if !tick(&mut remaining) {
+            return Ok(0);
+        }
+    }
+}
+
+/// Counts down `--count`; false when done.
+fn tick(remaining: &mut Option<u64>) -> bool {
+    match remaining {
+        None => true,
+        Some(n) => {
+            *n -= 1;
+            *n > 0
+        }
+    }
+}
+
+fn counters_once(sys: &SysRoot, args: &StatArgs, width: usize) -> anyhow::Result<u8> {
+    let sample = CounterSample::read(sys).map_err(sys_err)?;
+    if args.json {
+        write_out(&format!("{}\n", serde_json::to_string_pretty(&view::counters_json(&sample))?))?;
+    } else {
+        write_out(&view::counters_text(&sample, width))?;
+    }
+    Ok(0)
+}
+
+/// `-m` and/or `-p` once. `first`: a PID list that designates nothing is a
+/// usage error (later intervals just show nothing).
+fn memory_once(
+    sys: &SysRoot,
+    topo: Option<&Topology>,
+    args: &StatArgs,
+    width: usize,
+    first: bool,
+) -> anyhow::Result<u8> {
+    let mut json = Map::new();
+    let mut text = String::new();
+    if args.meminfo {
+        let nodes = stats::read_node_meminfo(sys).map_err(sys_err)?;
+        if args.json {
+            if let Value::Object(o) = view::meminfo_json(&nodes) {
+                json.extend(o);
+            }
+        } else {
+            text.push_str(&view::meminfo_text(&nodes, width));
+        }
+    }
+    if let Some(topo) = topo {
+        let report = read_report(sys, topo, &args.pids, first)?;
+        if args.json {
+            if let Value::Object(o) = view::processes_json(&report) {
+                json.extend(o);
+            }
+        } else {
+            let ids: Vec<u32> = topo.nodes.iter().map(|n| n.id).collect();
+            text.push_str(&view::processes_text(&report, &ids, width));
+        }
+        if let Some(line) = view::skipped_line(&report) {
+            note(&line);
+        }
+    }
+    if args.json {
+        let v = Value::Object(json);
+        let s = if args.interval.is_some() { serde_json::to_string(&v)? } else { serde_json::to_string_pretty(&v)? };
+        write_out(&format!("{s}\n"))?;
+    } else {
+        write_out(&text)?;
+    }
+    Ok(0)
+}
+
+/// Selects and reads the processes of `-p`.
+fn read_report(sys: &SysRoot, topo: &Topology, specs: &[String], first: bool) -> Result<ProcessReport, Failure> {
+    let own = std::process::id() as i32;
+    let sel = process::select(sys, specs, Some(own)).map_err(sys_err)?;
+    for p in &sel.unmatched {
+        note(&format!("no process matches \"{p}\""));
+    }
+    if first && sel.stats.is_empty() {
+        let what: Vec<String> = sel.exited.iter().map(|p| p.to_string()).chain(sel.unmatched.iter().cloned()).collect();
+        return Err(Failure::usage(format!("no such process: {}", what.join(" "))));
+    }
+    let mut report = process::read_processes(sys, topo, &sel.stats).map_err(sys_err)?;
+    report.exited.extend(sel.exited);
+    report.exited.sort_unstable();
+    Ok(report)
 }
