@@ -1,0 +1,144 @@
+//! The daemon's thresholds, each with where its number comes from. They
+//! were fixed (and written down in docs/simulate.md) before any comparison
+//! was run, so the simulator cannot have been used to fit them.
+//!
+//! Readable from TOML (`#[serde(default)]`: any field may be left out).
+
+use serde::{Deserialize, Serialize};
+
+/// Configuration of [`decide`](super::decide).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Seconds between scans. 15 s: numad's `MAX_INTERVAL` and the systemd
+    /// unit's `-i 15`.
+    pub interval_s: f64,
+    /// Minimum CPUs used to be a candidate. 0.5: numad's `CPU_THRESHOLD 50`.
+    pub min_cpu: f64,
+    /// Minimum resident memory to be a candidate. 300 MB: numad's
+    /// `MEMORY_THRESHOLD 300`.
+    pub min_rss_bytes: u64,
+    /// Minimum age ("long-running"). 60 s: four scans of numad's 15 s
+    /// interval, enough for a CPU-use average over several samples.
+    pub min_age_s: f64,
+    /// Processes never touched, by pid.
+    pub exclude_pids: Vec<i32>,
+    /// ... by command name (exact `comm`).
+    pub exclude_comms: Vec<String>,
+    /// ... by cgroup path prefix (`/system.slice` excludes services).
+    pub exclude_cgroups: Vec<String>,
+    /// ... by owner uid.
+    pub exclude_uids: Vec<u32>,
+    /// Also manage processes whose affinity or memory policy someone else
+    /// set. Off: an owner's placement is respected (numad 2015 overwrote it).
+    pub manage_owner_pinned: bool,
+    /// Allow moving memory to CPU-less memory nodes (CXL, HBM, slow tiers).
+    /// CPUs are never placed there. Off by default.
+    pub use_cpuless_memory: bool,
+    /// Memory left free on a target node. 100 MB: numad's `MBS_MARGIN`.
+    pub mem_margin_bytes: u64,
+    /// Calibration of firmware distances when no measured ratios are given:
+    /// SLIT `slit_at` means an access-time ratio of `ratio_at`. 21 ↔ 1.62:
+    /// the 2-socket Xeon SLIT with Intel MLC's idle latencies, 131 / 81 ns.
+    pub slit_at: u32,
+    /// See `slit_at`.
+    pub ratio_at: f64,
+    /// Share of cycles stalled on memory assumed when counters are absent.
+    /// 0.2: the middle of the SPEC CPU2006 spread in the Dell paper (3–50 %
+    /// slowdown all-remote at a 1.62 ratio ⇒ 5–80 % stalled; geometric mean
+    /// ≈ 0.2).
+    pub default_stall_share: f64,
+    /// Cost of moving memory: seconds of the process's progress lost per GiB
+    /// moved. 1 s/GiB: Linux `move_pages` measured 600–750 MB/s (2009,
+    /// 16-core Opteron, commit "call migrate_prep() once per move_pages()"),
+    /// batched TLB flushing (Linux 6.3) reports +292 % pages/s; ~1 GiB/s,
+    /// charged as if the whole process waited.
+    pub migrate_cost_s_per_gib: f64,
+    /// Expected remaining run time is taken equal to the age (a process that
+    /// has run for t is as likely as not to run another t), capped here.
+    /// 3600 s: the gain of one hour is the most a move is credited with.
+    pub max_horizon_s: f64,
+    /// A move must gain this many times its cost over the horizon. 2: a
+    /// factor for the uncertainty of both estimates.
+    pub min_benefit_over_cost: f64,
+    /// Smallest expected speed-up worth a move. 0.01 (1 %): below the
+    /// harm threshold the effect could not be told from noise.
+    pub min_gain: f64,
+    /// Stickiness: a process numakit already placed moves again only for
+    /// this many times `min_gain` and `min_benefit_over_cost`. 1.25: numad's
+    /// 5/4 memory bias for bound processes.
+    pub stickiness: f64,
+    /// No second move of a process within this time. 300 s: numad's
+    /// `MIN_DELAY_FOR_REEVALUATION`.
+    pub cooldown_s: f64,
+    /// Global budget of pages migrated per second (4 KiB pages). 65536
+    /// (256 MiB/s): kernel NUMA balancing's default `scan_size_mb` 256 per
+    /// `scan_delay_ms` 1000 bounds its own sampling to the same rate.
+    pub pages_per_s: u64,
+    /// Bytes per page for the budget and the actions. 4096.
+    pub page_bytes: u64,
+    /// Pin processes where they already run (no pages to move) when the
+    /// observed scheduler drift makes a later remote placement likely.
+    pub pin_in_place: bool,
+    /// Prior for the drift rate (moves of an unbound process's threads to
+    /// another node, per process-hour), weighted as one observed hour.
+    /// 1 per hour: an assumption, replaced by the observed rate as scans
+    /// accumulate.
+    pub drift_prior_per_hour: f64,
+    /// Wait this long after a move (after its pages have moved) before
+    /// judging it. 60 s: four scans.
+    pub settle_s: f64,
+    /// Revert when progress fell by more than this share. 0.03: the low end
+    /// of the Dell spread; a smaller loss is within the noise of one window.
+    pub harm_threshold: f64,
+    /// After a revert, leave the process alone this long. 3600 s.
+    pub leave_alone_s: f64,
+    /// After this many reverts of one command name, leave the name alone.
+    /// 3.
+    pub comm_harm_limit: u32,
+    /// ... for this long. 86400 s (a day).
+    pub comm_leave_alone_s: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            interval_s: 15.0,
+            min_cpu: 0.5,
+            min_rss_bytes: 300 * 1_000_000,
+            min_age_s: 60.0,
+            exclude_pids: Vec::new(),
+            exclude_comms: Vec::new(),
+            exclude_cgroups: Vec::new(),
+            exclude_uids: Vec::new(),
+            manage_owner_pinned: false,
+            use_cpuless_memory: false,
+            mem_margin_bytes: 100 * 1_000_000,
+            slit_at: 21,
+            ratio_at: 131.0 / 81.0,
+            default_stall_share: 0.2,
+            migrate_cost_s_per_gib: 1.0,
+            max_horizon_s: 3600.0,
+            min_benefit_over_cost: 2.0,
+            min_gain: 0.01,
+            stickiness: 1.25,
+            cooldown_s: 300.0,
+            pages_per_s: 65536,
+            page_bytes: 4096,
+            pin_in_place: true,
+            drift_prior_per_hour: 1.0,
+            settle_s: 60.0,
+            harm_threshold: 0.03,
+            leave_alone_s: 3600.0,
+            comm_harm_limit: 3,
+            comm_leave_alone_s: 86400.0,
+        }
+    }
+}
+
+impl Config {
+    /// Reads a TOML configuration (missing fields take their defaults).
+    pub fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
+    }
+}

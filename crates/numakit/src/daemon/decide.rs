@@ -1,0 +1,1022 @@
+//! The decision core: one pure function from (machine, snapshot, config,
+//! history) to (actions, new history). See the module docs of
+//! [`daemon`](super) for the rules; this file is their implementation.
+
+use std::collections::BTreeMap;
+
+use super::action::{Action, ActionKind, Why};
+use super::config::Config;
+use super::history::{History, Placement, ProcRecord};
+use super::machine::Machine;
+use super::snapshot::{MemPolicy, ProcInfo, Snapshot};
+use crate::sets::NodeSet;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The outcome of one scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Actions in the order to apply them (reverts and owed migrations
+    /// first, then new moves best first, then the reasons for keeping).
+    pub actions: Vec<Action>,
+    /// The history to pass to the next call (and to persist).
+    pub history: History,
+}
+
+impl Decision {
+    /// Actions that change something.
+    pub fn changes(&self) -> impl Iterator<Item = &Action> {
+        self.actions.iter().filter(|a| a.changes())
+    }
+}
+
+/// The machine prepared for one decision: ratios and home memory per node.
+struct View<'a> {
+    m: &'a Machine,
+    r: Vec<Vec<f64>>,
+    homes: Vec<Vec<usize>>,
+    /// Nodes with CPUs.
+    all_cpu: NodeSet,
+}
+
+impl View<'_> {
+    fn n(&self) -> usize {
+        self.m.len()
+    }
+    fn cpus(&self, i: usize) -> f64 {
+        f64::from(self.m.nodes[i].cpus)
+    }
+    fn by_id(&self, map: impl Iterator<Item = (u32, f64)>) -> Vec<f64> {
+        let mut v = vec![0.0; self.n()];
+        for (id, x) in map {
+            if let Some(i) = self.m.index(id) {
+                v[i] += x;
+            }
+        }
+        v
+    }
+    fn ids(&self, idx: &[usize]) -> NodeSet {
+        idx.iter().map(|&i| self.m.nodes[i].id).collect()
+    }
+    fn idx(&self, set: &NodeSet) -> Vec<usize> {
+        set.iter().filter_map(|id| self.m.index(id)).collect()
+    }
+    /// Σ c_a m_b r_ab over the non-zero entries.
+    fn ratio(&self, c: &[f64], mem: &[f64]) -> f64 {
+        let cs: Vec<(usize, f64)> = c.iter().copied().enumerate().filter(|x| x.1 > 0.0).collect();
+        let ms: Vec<(usize, f64)> = mem.iter().copied().enumerate().filter(|x| x.1 > 0.0).collect();
+        let (ct, mt): (f64, f64) = (cs.iter().map(|x| x.1).sum(), ms.iter().map(|x| x.1).sum());
+        if ct <= 0.0 || mt <= 0.0 {
+            return 1.0;
+        }
+        let mut s = 0.0;
+        for &(a, ca) in &cs {
+            let row = &self.r[a];
+            s += ca * ms.iter().map(|&(b, mb)| mb * row[b]).sum::<f64>();
+        }
+        s / (ct * mt)
+    }
+    /// Share of accesses that go to the CPU node's home memory.
+    fn locality(&self, c: &[f64], mem: &[f64]) -> f64 {
+        let (ct, mt): (f64, f64) = (c.iter().sum(), mem.iter().sum());
+        if ct <= 0.0 || mt <= 0.0 {
+            return 1.0;
+        }
+        let mut s = 0.0;
+        for (a, &ca) in c.iter().enumerate().filter(|(_, x)| **x > 0.0) {
+            s += ca * self.homes[a].iter().map(|&b| mem[b]).sum::<f64>();
+        }
+        s / (ct * mt)
+    }
+}
+
+/// Free resources, updated as moves are committed within one scan.
+struct Book {
+    free_cpus: Vec<f64>,
+    free_bytes: Vec<f64>,
+    /// CPU load the scheduler cannot move (restricted affinity).
+    bound: Vec<f64>,
+    /// Part of `bound` that numakit itself placed (it may undo those to make
+    /// room for a bigger gain).
+    ours: Vec<f64>,
+    /// numakit's placements: pid, load per node, expected gain.
+    pins: Vec<(i32, Vec<f64>, f64)>,
+    /// Memory per CPU of the processes running on each node (what follows
+    /// a displaced thread).
+    mem_per_cpu: Vec<f64>,
+}
+
+/// Memory a move must leave free on a node: the configured margin, and at
+/// least what one more CPU's worth of the processes running there uses, so
+/// that moved pages do not push the next job's first touch to a slower node.
+fn headroom(book: &Book, cfg: &Config, b: usize) -> f64 {
+    (cfg.mem_margin_bytes as f64).max(book.mem_per_cpu[b])
+}
+
+/// How a process fits a node set.
+#[derive(Debug, Clone, PartialEq)]
+struct Fit {
+    /// Load of other processes that has to move away.
+    displaced: f64,
+    /// Part of it that numakit placed and has to unpin, in all.
+    unpin: f64,
+    /// ... of which on each node (so every node's bound load fits it).
+    unpin_at: Vec<f64>,
+}
+
+/// Where a process's threads run after a move to `t`: those inside `t`
+/// stay, the rest spread over `t` by CPU count (fractions).
+fn spread(v: &View, f: &Facts, t: &[usize]) -> Vec<f64> {
+    let cap: f64 = t.iter().map(|&a| v.cpus(a)).sum::<f64>().max(1e-12);
+    let inside: f64 = t.iter().map(|&a| f.c[a]).sum();
+    let total: f64 = f.c.iter().sum::<f64>().max(1e-12);
+    let mut c = vec![0.0; v.n()];
+    for &a in t {
+        c[a] = f.c[a] / total + (1.0 - inside / total) * v.cpus(a) / cap;
+    }
+    c
+}
+
+/// numakit's placements a process of load `need` may undo: those of at most
+/// a quarter of its size (no musical chairs between equals).
+fn undoable<'b>(book: &'b Book, f: &'b Facts, need: f64) -> impl Iterator<Item = &'b (i32, Vec<f64>, f64)> + 'b {
+    book.pins.iter().filter(move |x| x.0 != f.pid && x.1.iter().sum::<f64>() * 4.0 <= need)
+}
+
+/// Whether CPU load `need` fits node set `t`, and what it displaces. It
+/// fits on the idle CPUs and the process's own; beyond that it displaces
+/// other unbound threads (the scheduler moves them to the CPUs the process
+/// frees, or to idle CPUs elsewhere) and, when needed, numakit's own earlier
+/// placements (undone to make room); never anything bound by someone else:
+/// on every node of `t`, that bound load plus the process's share stays
+/// within the node's CPUs.
+fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64) -> Option<Fit> {
+    const SLACK: f64 = 0.25;
+    let c_after = spread(v, f, t);
+    let mut ours_at = vec![0.0; v.n()];
+    for x in undoable(book, f, need) {
+        for &a in t {
+            ours_at[a] += x.1[a];
+        }
+    }
+    let mut unpin_at = vec![0.0; v.n()];
+    for &a in t {
+        let load = c_after[a] * need;
+        let bound = book.bound[a] - f.own_bound[a];
+        if bound - ours_at[a] + load > v.cpus(a) + 1e-6 {
+            return None;
+        }
+        unpin_at[a] = (bound + load - v.cpus(a)).max(0.0);
+    }
+    let must_unpin: f64 = unpin_at.iter().sum();
+    let avail: f64 = t.iter().map(|&a| book.free_cpus[a] + f.own_cpu[a]).sum();
+    let short = (need - avail).max(0.0);
+    if short <= SLACK && must_unpin <= 1e-6 {
+        return Some(Fit { displaced: 0.0, unpin: 0.0, unpin_at });
+    }
+    let unbound: f64 = t
+        .iter()
+        .map(|&a| (v.cpus(a) - book.free_cpus[a] - f.own_cpu[a] - (book.bound[a] - f.own_bound[a])).max(0.0))
+        .sum();
+    let unpin = must_unpin.max(short - unbound).max(0.0);
+    if unpin > t.iter().map(|&a| ours_at[a]).sum::<f64>() + SLACK {
+        return None;
+    }
+    let elsewhere: f64 = (0..v.n()).filter(|a| !t.contains(a)).map(|a| f.own_cpu[a] + book.free_cpus[a]).sum();
+    if short > elsewhere + SLACK {
+        return None;
+    }
+    Some(Fit { displaced: short.max(unpin), unpin, unpin_at })
+}
+
+/// One evaluated target for a process.
+#[derive(Debug, Clone)]
+struct Opt {
+    cpu: Vec<usize>,
+    mem: Vec<usize>,
+    /// (from index, to index, bytes).
+    moves: Vec<(usize, usize, f64)>,
+    c_after: Vec<f64>,
+    /// Access-time ratio now (with memory still to come where it would land).
+    ratio_now: f64,
+    ratio_after: f64,
+    gain: f64,
+    protect: f64,
+    benefit_s: f64,
+    cost_s: f64,
+    /// Nothing moves: no page, no thread, nobody displaced; only the
+    /// affinity is narrowed to where the process already runs.
+    pin_only: bool,
+}
+
+impl Opt {
+    fn net(&self) -> f64 {
+        self.benefit_s - self.cost_s
+    }
+}
+
+/// Per-process facts used by the evaluation.
+struct Facts {
+    pid: i32,
+    c: Vec<f64>,
+    own_cpu: Vec<f64>,
+    mem: Vec<f64>,
+    ratio_now: f64,
+    locality: f64,
+    q: f64,
+    measured: bool,
+    allowed: Vec<usize>,
+    own_bound: Vec<f64>,
+    /// `own_bound` when numakit placed the process, else zeros.
+    own_ours: Vec<f64>,
+    /// Memory growth, bytes per second (0 until seen twice).
+    growth: f64,
+}
+
+fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
+    let t = (1.0 - q) + q * ratio_after / ratio_now;
+    if t > 0.0 {
+        1.0 / t - 1.0
+    } else {
+        0.0
+    }
+}
+
+fn is_restricted(v: &View, p: &ProcInfo) -> bool {
+    if p.cpuset.is_empty() {
+        !v.all_cpu.is_subset(&p.affinity)
+    } else {
+        !p.cpuset.intersection(&v.all_cpu).is_subset(&p.affinity)
+    }
+}
+
+fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
+    let own_cpu = v.by_id(p.cpu_per_node.iter().map(|(k, x)| (*k, *x)));
+    let mut c = own_cpu.clone();
+    if c.iter().sum::<f64>() <= 0.0 {
+        for i in v.idx(&p.affinity) {
+            c[i] = v.cpus(i);
+        }
+    }
+    let mem = v.by_id(p.mem_per_node.iter().map(|(k, x)| (*k, *x as f64)));
+    let scope = if p.cpuset.is_empty() { v.all_cpu.clone() } else { p.cpuset.intersection(&v.all_cpu) };
+    let own_bound = if is_restricted(v, p) { own_cpu.clone() } else { vec![0.0; v.n()] };
+    let (q, measured) = match p.mem_stall_share {
+        Some(q) if q.is_finite() => (q.clamp(0.0, 0.95), true),
+        _ => (cfg.default_stall_share, false),
+    };
+    Facts {
+        pid: p.pid,
+        ratio_now: v.ratio(&c, &mem),
+        locality: v.locality(&c, &mem),
+        c,
+        own_cpu,
+        mem,
+        q,
+        measured,
+        allowed: v.idx(&scope),
+        own_ours: if ours { own_bound.clone() } else { vec![0.0; v.n()] },
+        own_bound,
+        growth: 0.0,
+    }
+}
+
+/// Node sets worth evaluating: every allowed CPU node, and when the
+/// process is larger than a node (CPUs or memory) the nearest groups
+/// grown from every node, as `place::auto` does for `run --auto`.
+fn target_sets(v: &View, p: &ProcInfo, f: &Facts) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let need = p.cpu_use.max(0.0);
+    let mem_need: f64 = f.mem.iter().sum();
+    let home_mem = |set: &[usize]| -> f64 {
+        let mut hs: Vec<usize> = set.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
+        hs.sort_unstable();
+        hs.dedup();
+        hs.iter().map(|&b| v.m.nodes[b].mem_bytes as f64).sum()
+    };
+    for &a in &f.allowed {
+        if v.cpus(a) >= need && home_mem(&[a]) >= mem_need {
+            out.push(vec![a]);
+        }
+    }
+    if out.is_empty() {
+        for &start in &f.allowed {
+            let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
+            others.sort_by(|&x, &y| {
+                v.r[start][x].total_cmp(&v.r[start][y]).then(v.cpus(y).total_cmp(&v.cpus(x))).then(x.cmp(&y))
+            });
+            let mut g = vec![start];
+            for o in others {
+                let cap: f64 = g.iter().map(|&a| v.cpus(a)).sum();
+                if cap >= need && home_mem(&g) >= mem_need {
+                    break;
+                }
+                g.push(o);
+            }
+            g.sort_unstable();
+            if !out.contains(&g) {
+                out.push(g);
+            }
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    v: &View,
+    p: &ProcInfo,
+    f: &Facts,
+    t: &[usize],
+    book: &Book,
+    cfg: &Config,
+    drift_p: f64,
+    unbound: bool,
+    migrate: bool,
+) -> Option<Opt> {
+    let need = p.cpu_use.max(0.0);
+    let fit = cpu_fit(v, f, t, book, need)?;
+    let displaced = fit.displaced;
+    // Memory destinations: the home memory of the CPU nodes.
+    let mut dest: Vec<usize> = t.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
+    dest.sort_unstable();
+    dest.dedup();
+    let cpuless: Vec<usize> = if cfg.use_cpuless_memory {
+        (0..v.n()).filter(|&b| v.m.nodes[b].cpus == 0 && v.m.nodes[b].mem_bytes > 0).collect()
+    } else {
+        Vec::new()
+    };
+    let best_from_t = |b: usize| t.iter().map(|&a| v.r[a][b]).fold(f64::INFINITY, f64::min);
+    let mut room: Vec<f64> = (0..v.n()).map(|b| (book.free_bytes[b] - headroom(book, cfg, b)).max(0.0)).collect();
+    let mut sources: Vec<usize> = (0..v.n()).filter(|b| f.mem[*b] > 0.0 && !dest.contains(b)).collect();
+    sources.sort_by(|&x, &y| f.mem[y].total_cmp(&f.mem[x]).then(x.cmp(&y)));
+    let page = cfg.page_bytes.max(1) as f64;
+    let mut mem_after = f.mem.clone();
+    let mut moves = Vec::new();
+    for b in sources.into_iter().filter(|_| migrate) {
+        let mut left = f.mem[b];
+        // CPU-less memory, when allowed, may keep its pages if it is no
+        // farther than the destinations could be reached.
+        let mut targets: Vec<usize> = dest.clone();
+        targets.extend(cpuless.iter().copied().filter(|&c| c != b && best_from_t(c) < best_from_t(b)));
+        if cpuless.contains(&b) && targets.len() == dest.len() && dest.iter().all(|&d| room[d] < page) {
+            continue;
+        }
+        for _ in 0..64 * targets.len().max(1) {
+            if left < page {
+                break;
+            }
+            // Fast memory first, then the destination holding the least of
+            // the process (its memory stays spread over T's nodes, as numad
+            // does, so one node's bandwidth does not carry it all).
+            let Some(&d) = targets.iter().filter(|&&d| room[d] >= page).min_by(|&&x, &&y| {
+                let fx = cpuless.contains(&x);
+                let fy = cpuless.contains(&y);
+                fx.cmp(&fy).then(mem_after[x].total_cmp(&mem_after[y])).then(x.cmp(&y))
+            }) else {
+                break;
+            };
+            // Up to the level of the next-least-filled destination, so chunks
+            // alternate between T's nodes.
+            let next = targets
+                .iter()
+                .filter(|&&x| x != d && room[x] >= page && cpuless.contains(&x) == cpuless.contains(&d))
+                .map(|&x| mem_after[x])
+                .fold(f64::INFINITY, f64::min);
+            let share = left / targets.len().max(1) as f64;
+            // (Never less than 64 MiB at a time, so moves are not split into
+            // slivers.)
+            let level = if next.is_finite() {
+                (next - mem_after[d]).max(share).max(64.0 * 1024.0 * 1024.0)
+            } else {
+                f64::INFINITY
+            };
+            let chunk = (left.min(room[d]).min(level) / page).floor() * page;
+            if chunk < page {
+                break;
+            }
+            room[d] -= chunk;
+            left -= chunk;
+            mem_after[b] -= chunk;
+            mem_after[d] += chunk;
+            moves.push((b, d, chunk));
+        }
+    }
+    let c_after = spread(v, f, t);
+    let inside: f64 = t.iter().map(|&a| f.c[a]).sum();
+    let total: f64 = f.c.iter().sum::<f64>().max(1e-12);
+    let horizon = p.age_s.min(cfg.max_horizon_s).max(0.0);
+    // Memory still being allocated lands where the threads run: now on
+    // their current nodes, after the move on T. Counted up to the current
+    // size over the horizon.
+    let future = (f.growth * horizon).min(f.mem.iter().sum::<f64>());
+    let (ratio_now, ratio_after) = if future > 0.0 {
+        let spread = |c: &[f64]| -> Vec<f64> {
+            let ct: f64 = c.iter().sum::<f64>().max(1e-12);
+            let mut m = vec![0.0; v.n()];
+            for (a, &x) in c.iter().enumerate().filter(|(_, x)| **x > 0.0) {
+                let hs = &v.homes[a];
+                for &b in hs {
+                    m[b] += future * x / ct / hs.len() as f64;
+                }
+            }
+            m
+        };
+        let now_m: Vec<f64> = f.mem.iter().zip(spread(&f.c)).map(|(a, b)| a + b).collect();
+        let after_m: Vec<f64> = mem_after.iter().zip(spread(&c_after)).map(|(a, b)| a + b).collect();
+        (v.ratio(&f.c, &now_m), v.ratio(&c_after, &after_m))
+    } else {
+        (f.ratio_now, v.ratio(&c_after, &mem_after))
+    };
+    let gain_now = speedup(f.q, ratio_now, ratio_after);
+    // Protection from drift: an unbound process may later run on another
+    // allowed node; binding avoids that expected loss.
+    let mut protect = 0.0;
+    if cfg.pin_in_place && unbound {
+        let away: Vec<usize> = f.allowed.iter().copied().filter(|a| !t.contains(a)).collect();
+        if !away.is_empty() {
+            let mean = away
+                .iter()
+                .map(|&a| {
+                    let mut c1 = vec![0.0; v.n()];
+                    c1[a] = 1.0;
+                    v.ratio(&c1, &mem_after)
+                })
+                .sum::<f64>()
+                / away.len() as f64;
+            let loss = -speedup(f.q, ratio_after, mean);
+            protect = (loss / (1.0 - loss).max(1e-9)).max(0.0) * drift_p * 0.5;
+        }
+    }
+    let gain = gain_now + protect;
+    let moved: f64 = moves.iter().map(|m| m.2).sum();
+    // Displaced threads' memory has to follow them later (the same cost),
+    // counted twice for the time they run remote before it does.
+    let disp_mem = if displaced > 0.0 {
+        let per: f64 = t.iter().map(|&a| book.mem_per_cpu[a]).sum::<f64>() / t.len().max(1) as f64;
+        2.0 * displaced * per
+    } else {
+        0.0
+    };
+    let cost_s = moved / GIB * cfg.migrate_cost_s_per_gib * need.max(1.0) + disp_mem / GIB * cfg.migrate_cost_s_per_gib;
+    let benefit_s = gain * need * horizon;
+    let pin_only = moves.is_empty() && displaced <= 0.0 && inside >= total - 1e-9;
+    Some(Opt {
+        cpu: t.to_vec(),
+        mem: dest,
+        moves,
+        c_after,
+        ratio_now,
+        ratio_after,
+        gain,
+        protect,
+        benefit_s,
+        cost_s,
+        pin_only,
+    })
+}
+
+fn excluded(p: &ProcInfo, cfg: &Config) -> Option<String> {
+    if cfg.exclude_pids.contains(&p.pid) {
+        return Some(format!("pid {}", p.pid));
+    }
+    if cfg.exclude_comms.iter().any(|c| c == &p.comm) {
+        return Some(format!("command name {}", p.comm));
+    }
+    if let Some(c) = cfg
+        .exclude_cgroups
+        .iter()
+        .find(|c| p.cgroup == **c || p.cgroup.starts_with(&format!("{}/", c.trim_end_matches('/'))))
+    {
+        return Some(format!("cgroup {c}"));
+    }
+    if cfg.exclude_uids.contains(&p.uid) {
+        return Some(format!("uid {}", p.uid));
+    }
+    None
+}
+
+fn keep(pid: i32, why: Why) -> Action {
+    Action { pid, kind: ActionKind::Keep, reason: why, expected_gain: 0.0 }
+}
+
+fn main_node(v: &View, p: &ProcInfo) -> Option<u32> {
+    p.cpu_per_node
+        .iter()
+        .filter(|(id, x)| **x > 0.0 && v.m.index(**id).is_some())
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(id, _)| *id)
+}
+
+/// Decides what to do after one scan. Pure and deterministic: the same
+/// inputs give the same actions and history.
+///
+/// 1. Forget processes that are gone (or whose pid was reused), expire
+///    leave-alone periods, refill the page budget for the time elapsed.
+/// 2. Continue migrations owed by earlier moves, within the budget.
+/// 3. Judge moves that have settled: if progress fell by more than
+///    `harm_threshold`, revert and leave the process alone (and after
+///    `comm_harm_limit` reverts, its command name).
+/// 4. Candidates: older than `min_age_s`, above `min_cpu` and
+///    `min_rss_bytes`, not excluded, not placed by their owner, not cooling
+///    down. For each, evaluate every node (and for processes larger than a
+///    node, the nearest node groups) with room for its CPUs and memory;
+///    gain = the speed-up from the lower access-time ratio for its measured
+///    (or assumed) memory stall share, plus protection from observed drift
+///    for unbound processes; cost = the pages to move.
+/// 5. Commit the best moves first while they pay (`min_gain`,
+///    `min_benefit_over_cost`, both × `stickiness` for a process placed
+///    before), fit the free CPUs and memory, never put more bound CPU load
+///    on a node than it has CPUs, and stay within the page budget.
+pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &History) -> Decision {
+    let r = machine.ratios(cfg.slit_at, cfg.ratio_at);
+    let homes = (0..machine.len()).map(|i| machine.home_memory(&r, i)).collect();
+    let all_cpu = machine.nodes.iter().filter(|n| n.cpus > 0).map(|n| n.id).collect();
+    let v = View { m: machine, r, homes, all_cpu };
+    let now = snap.time_s;
+    let mut h = history.clone();
+    h.version = 1;
+    let elapsed = h.last_time_s.map_or(cfg.interval_s, |t| (now - t).clamp(0.0, 4.0 * cfg.interval_s));
+    h.last_time_s = Some(now);
+    let page = cfg.page_bytes.max(1);
+    let budget_full = (cfg.pages_per_s as f64 * elapsed) as u64;
+    let mut budget = budget_full;
+
+    let mut procs: Vec<&ProcInfo> = snap.procs.iter().collect();
+    procs.sort_by_key(|p| p.pid);
+    let live: BTreeMap<i32, &ProcInfo> = procs.iter().map(|p| (p.pid, *p)).collect();
+    h.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| (now - p.age_s - rec.start_s).abs() <= 2.0));
+    for rec in h.procs.values_mut() {
+        if rec.left_alone_until_s.is_some_and(|u| u <= now) {
+            rec.left_alone_until_s = None;
+        }
+    }
+    for c in h.comms.values_mut() {
+        if c.left_alone_until_s.is_some_and(|u| u <= now) {
+            c.left_alone_until_s = None;
+            c.harms = 0;
+        }
+    }
+    h.comms.retain(|_, c| c.harms > 0 || c.left_alone_until_s.is_some());
+
+    let mut book = Book {
+        free_cpus: vec![0.0; v.n()],
+        free_bytes: vec![0.0; v.n()],
+        bound: vec![0.0; v.n()],
+        ours: vec![0.0; v.n()],
+        pins: Vec::new(),
+        mem_per_cpu: vec![0.0; v.n()],
+    };
+    {
+        let mut mem = vec![0.0; v.n()];
+        let mut cpu = vec![0.0; v.n()];
+        for p in &procs {
+            let total: f64 = p.cpu_per_node.values().sum();
+            for (id, x) in &p.cpu_per_node {
+                if let (Some(i), true) = (machine.index(*id), total > 0.0) {
+                    cpu[i] += x;
+                    mem[i] += p.mem_total() as f64 * x / total;
+                }
+            }
+        }
+        let all = mem.iter().sum::<f64>() / cpu.iter().sum::<f64>().max(1e-9);
+        for i in 0..v.n() {
+            book.mem_per_cpu[i] = if cpu[i] > 0.0 { mem[i] / cpu[i] } else { all };
+        }
+    }
+    for ns in &snap.nodes {
+        if let Some(i) = machine.index(ns.id) {
+            book.free_cpus[i] = ns.free_cpus.max(0.0);
+            book.free_bytes[i] = ns.free_bytes as f64;
+        }
+    }
+    let mut all_facts: BTreeMap<i32, Facts> = BTreeMap::new();
+    for p in &procs {
+        let placed = h.procs.get(&p.pid).and_then(|r| r.placement.as_ref());
+        let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
+        let f = facts(&v, p, cfg, ours);
+        for (b, x) in book.bound.iter_mut().zip(&f.own_bound) {
+            *b += x;
+        }
+        if ours {
+            for (b, x) in book.ours.iter_mut().zip(&f.own_ours) {
+                *b += x;
+            }
+            book.pins.push((p.pid, f.own_ours.clone(), placed.map_or(0.0, |pl| pl.expected_gain)));
+        }
+        all_facts.insert(p.pid, f);
+    }
+
+    let mut actions: Vec<Action> = Vec::new();
+    let mut pages_total = 0u64;
+
+    // 2. Owed migrations.
+    for p in &procs {
+        let Some(rec) = h.procs.get_mut(&p.pid) else { continue };
+        let Some(pl) = rec.placement.as_mut() else { continue };
+        if pl.pending.is_empty() {
+            continue;
+        }
+        let mut left = Vec::new();
+        let owed: u64 = pl.pending.iter().map(|x| x.2).sum();
+        let mut remaining = owed;
+        for &(from, to, pages) in &pl.pending {
+            let have = p.mem_per_node.get(&from).copied().unwrap_or(0) / page;
+            let want = pages.min(have);
+            let now_pages = want.min(budget);
+            if now_pages > 0 {
+                budget -= now_pages;
+                pages_total += now_pages;
+                remaining -= now_pages.min(remaining);
+                actions.push(Action {
+                    pid: p.pid,
+                    kind: ActionKind::Migrate { from, to, pages: now_pages },
+                    reason: Why::Pending { left_pages: 0 },
+                    expected_gain: 0.0,
+                });
+            }
+            if want > now_pages {
+                left.push((from, to, want - now_pages));
+            }
+        }
+        let left_pages: u64 = left.iter().map(|x| x.2).sum();
+        for a in actions.iter_mut().rev().take_while(|a| a.pid == p.pid) {
+            a.reason = Why::Pending { left_pages };
+        }
+        pl.pending = left;
+        if pl.pending.is_empty() {
+            pl.settled_from_s = now;
+        }
+    }
+
+    // 3. Judge settled moves.
+    for p in &procs {
+        let Some(rec) = h.procs.get_mut(&p.pid) else { continue };
+        let Some(pl) = rec.placement.as_ref() else { continue };
+        if pl.cpu_nodes != p.affinity {
+            // Someone else changed it since: theirs now.
+            rec.placement = None;
+            continue;
+        }
+        if pl.judged || !pl.pending.is_empty() || now - pl.settled_from_s < cfg.settle_s {
+            continue;
+        }
+        let f = &all_facts[&p.pid];
+        let after = if pl.baseline_is_instr { p.progress.value() } else { p.progress.cpu_rate };
+        let before = pl.baseline_progress;
+        if before > 0.0 && after < before * (1.0 - cfg.harm_threshold) {
+            actions.push(Action {
+                pid: p.pid,
+                kind: ActionKind::Revert { cpu_nodes: pl.prev_affinity.clone(), mem_policy: pl.prev_policy.clone() },
+                reason: Why::Harm { before, after, locality_before: pl.baseline_locality, locality_after: f.locality },
+                expected_gain: 0.0,
+            });
+            if pl.prev_affinity != pl.origin_affinity {
+                // Back to numakit's earlier placement, which had been judged.
+                let mem_nodes = match &pl.prev_policy {
+                    MemPolicy::Preferred(n) | MemPolicy::Bind(n) => n.clone(),
+                    _ => NodeSet::new(),
+                };
+                let mut back = pl.clone();
+                back.cpu_nodes = pl.prev_affinity.clone();
+                back.mem_nodes = mem_nodes;
+                back.prev_affinity = pl.origin_affinity.clone();
+                back.prev_policy = pl.origin_policy.clone();
+                back.judged = true;
+                back.pending.clear();
+                rec.placement = Some(back);
+            } else {
+                // Its bound load goes back to the scheduler.
+                for (b, x) in book.bound.iter_mut().zip(&f.own_bound) {
+                    *b -= x;
+                }
+                for (b, x) in book.ours.iter_mut().zip(&f.own_ours) {
+                    *b -= x;
+                }
+                book.pins.retain(|x| x.0 != p.pid);
+                rec.placement = None;
+            }
+            rec.left_alone_until_s = Some(now + cfg.leave_alone_s);
+            h.reverts += 1;
+            let c = h.comms.entry(p.comm.clone()).or_default();
+            c.harms += 1;
+            if c.harms >= cfg.comm_harm_limit {
+                c.left_alone_until_s = Some(now + cfg.comm_leave_alone_s);
+            }
+        } else if let Some(pl) = rec.placement.as_mut() {
+            pl.judged = true;
+            actions.push(keep(p.pid, Why::Judged { before, after }));
+        }
+    }
+
+    // Memory growth of candidates, and drift of the unbound ones.
+    let big = |p: &ProcInfo| p.cpu_use >= cfg.min_cpu && p.rss_bytes >= cfg.min_rss_bytes;
+    for p in &procs {
+        if !big(p) {
+            continue;
+        }
+        let rec = h.procs.entry(p.pid).or_insert_with(|| ProcRecord::new(&p.comm, now - p.age_s));
+        if let (Some((t0, r0)), Some(f)) = (rec.last_rss, all_facts.get_mut(&p.pid)) {
+            if now > t0 {
+                f.growth = (p.rss_bytes as f64 - r0 as f64).max(0.0) / (now - t0);
+            }
+        }
+        rec.last_rss = Some((now, p.rss_bytes));
+        if is_restricted(&v, p) {
+            continue;
+        }
+        let main = main_node(&v, p);
+        if let (Some(prev), Some(cur)) = (rec.last_cpu_node, main) {
+            h.drift_observed_s += elapsed;
+            if prev != cur {
+                h.drifts += 1;
+            }
+        }
+        rec.last_cpu_node = main;
+    }
+    let drift_rate = h.drift_rate(cfg.drift_prior_per_hour);
+
+    // 4. Candidates and their best options.
+    let mut proposals: Vec<(i32, Opt, bool)> = Vec::new();
+    for p in &procs {
+        // Younger than `min_age_s` but seen for two scans: only options that
+        // move no pages (a pin or a bind while its memory is still small).
+        let young = p.age_s < cfg.min_age_s;
+        if !big(p) || p.age_s < (cfg.min_age_s / 2.0).min(2.0 * cfg.interval_s) {
+            continue;
+        }
+        if let Some(rule) = excluded(p, cfg) {
+            actions.push(keep(p.pid, Why::Excluded { rule }));
+            continue;
+        }
+        let rec = h.procs.get(&p.pid);
+        let placed = rec.and_then(|r| r.placement.as_ref());
+        let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
+        let restricted = is_restricted(&v, p) || p.mem_policy != MemPolicy::Default;
+        if !ours && !cfg.manage_owner_pinned && (p.owner_pinned || restricted) {
+            actions.push(keep(p.pid, Why::OwnerPlaced));
+            continue;
+        }
+        if !ours && matches!(p.mem_policy, MemPolicy::Interleave(_)) {
+            actions.push(keep(p.pid, Why::Interleaved));
+            continue;
+        }
+        if let Some(until_s) = h.comms.get(&p.comm).and_then(|c| c.left_alone_until_s) {
+            actions.push(keep(p.pid, Why::CommLeftAlone { until_s }));
+            continue;
+        }
+        if let Some(until_s) = rec.and_then(|r| r.left_alone_until_s) {
+            actions.push(keep(p.pid, Why::LeftAlone { until_s }));
+            continue;
+        }
+        if placed.is_some_and(|pl| !pl.judged) {
+            actions.push(keep(p.pid, Why::Waiting));
+            continue;
+        }
+        // Cooling down after a move: only finishing that move (its pages) is
+        // allowed.
+        let cooling = rec.and_then(|r| r.last_move_s).filter(|last| now - last < cfg.cooldown_s);
+        let f = &all_facts[&p.pid];
+        // A judged placement of numakit's that no move could improve enough
+        // (even to all-local) is left as it is without evaluating options.
+        if ours
+            && cooling.is_none()
+            && placed.is_some_and(|pl| pl.judged)
+            && speedup(f.q, f.ratio_now, 1.0) < cfg.min_gain * cfg.stickiness
+        {
+            actions.push(keep(p.pid, Why::InPlace));
+            continue;
+        }
+        let drift_p = 1.0 - (-drift_rate * p.age_s.min(cfg.max_horizon_s)).exp();
+        let mut best: Option<Opt> = None;
+        let current = placed.filter(|_| ours).map(|pl| v.idx(&pl.cpu_nodes));
+        let mut options: Vec<Opt> = Vec::new();
+        for t in target_sets(&v, p, f) {
+            // Where numakit placed it, only finishing the move (its pages)
+            // is a new option; while cooling down, nothing else.
+            let same = current.as_ref() == Some(&t);
+            if cooling.is_some() && !same {
+                continue;
+            }
+            let unbound = !ours && !restricted;
+            let Some(o) = evaluate(&v, p, f, &t, &book, cfg, drift_p, unbound, !young) else { continue };
+            if !o.moves.is_empty() && !same {
+                // Also: CPUs there now, pages later (cheaper while it grows).
+                options.extend(evaluate(&v, p, f, &t, &book, cfg, drift_p, unbound, false));
+            }
+            if same && o.moves.is_empty() {
+                continue;
+            }
+            options.push(o);
+        }
+        for o in options {
+            let better = match &best {
+                None => true,
+                Some(b) => {
+                    let key = |o: &Opt| {
+                        let main_in = f.c.iter().enumerate().any(|(a, x)| *x > 0.0 && o.cpu.contains(&a));
+                        (o.cpu.len(), !main_in, o.cpu.clone())
+                    };
+                    o.net() > b.net() + 1e-9 || ((o.net() - b.net()).abs() <= 1e-9 && key(&o) < key(b))
+                }
+            };
+            if better {
+                best = Some(o);
+            }
+        }
+        let Some(o) = best else {
+            let why = match cooling {
+                Some(last) => Why::CoolDown { until_s: last + cfg.cooldown_s },
+                None if ours => Why::InPlace,
+                None => Why::NoTarget,
+            };
+            actions.push(keep(p.pid, why));
+            continue;
+        };
+        let stick = if ours { cfg.stickiness } else { 1.0 };
+        // A pin in place costs nothing and is judged by CPU time (what it
+        // could harm), so any expected gain will do; a move must pass both
+        // thresholds.
+        let pays = if o.pin_only && !ours {
+            o.gain > 0.0
+        } else {
+            o.gain >= cfg.min_gain * stick && o.benefit_s >= cfg.min_benefit_over_cost * stick * o.cost_s
+        };
+        if !pays {
+            let why = if let Some(last) = cooling {
+                Why::CoolDown { until_s: last + cfg.cooldown_s }
+            } else if o.gain <= 0.0 && o.moves.is_empty() {
+                Why::InPlace
+            } else {
+                Why::NotWorth { gain: o.gain, benefit_s: o.benefit_s, cost_s: o.cost_s }
+            };
+            actions.push(keep(p.pid, why));
+            continue;
+        }
+        proposals.push((p.pid, o, ours));
+    }
+
+    // 5. Commit, best first.
+    proposals.sort_by(|a, b| b.1.net().total_cmp(&a.1.net()).then(a.0.cmp(&b.0)));
+    for (pid, o, _ours) in proposals {
+        let p = live[&pid];
+        let f = &all_facts[&pid];
+        // Re-check room against what earlier commits took.
+        let need = p.cpu_use.max(0.0);
+        let fit = cpu_fit(&v, f, &o.cpu, &book, need);
+        let mut need_mem = vec![0.0; v.n()];
+        for &(_, d, x) in &o.moves {
+            need_mem[d] += x;
+        }
+        let mem_ok = need_mem
+            .iter()
+            .enumerate()
+            .all(|(d, x)| *x <= 0.0 || *x <= book.free_bytes[d] - headroom(&book, cfg, d) + 1.0);
+        let Some(fit) = fit.filter(|_| mem_ok) else {
+            actions.push(keep(pid, Why::RoomTaken));
+            continue;
+        };
+        let pages_needed: u64 = o.moves.iter().map(|m| (m.2 as u64) / page).sum();
+        if pages_needed > budget && budget < budget_full {
+            actions.push(keep(pid, Why::Budget));
+            continue;
+        }
+        let why = Why::Improve {
+            ratio_now: o.ratio_now,
+            ratio_after: o.ratio_after,
+            stall_share: f.q,
+            measured: f.measured,
+            drift_protection: o.protect,
+            gain: o.gain,
+            benefit_s: o.benefit_s,
+            cost_s: o.cost_s,
+            horizon_s: p.age_s.min(cfg.max_horizon_s),
+        };
+        // Undo numakit's own placements that stand in the way, least
+        // expected gain first.
+        if fit.unpin > 0.0 {
+            let mut pins: Vec<(i32, Vec<f64>, f64)> = undoable(&book, f, need)
+                .filter(|x| o.cpu.iter().any(|&a| x.1[a] > 0.0) && x.2 * cfg.stickiness < o.gain)
+                .cloned()
+                .collect();
+            pins.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
+            // Those on nodes that must shed bound load first, then any in T.
+            let mut need_at = fit.unpin_at.clone();
+            let mut chosen: Vec<usize> = Vec::new();
+            for (i, x) in pins.iter().enumerate() {
+                if o.cpu.iter().any(|&a| need_at[a] > 1e-6 && x.1[a] > 0.0) {
+                    for &a in &o.cpu {
+                        need_at[a] -= x.1[a];
+                    }
+                    chosen.push(i);
+                }
+            }
+            let mut freed: f64 = chosen.iter().map(|&i| o.cpu.iter().map(|&a| pins[i].1[a]).sum::<f64>()).sum();
+            for (i, x) in pins.iter().enumerate() {
+                if freed + 1e-6 >= fit.unpin {
+                    break;
+                }
+                if !chosen.contains(&i) {
+                    freed += o.cpu.iter().map(|&a| x.1[a]).sum::<f64>();
+                    chosen.push(i);
+                }
+            }
+            if freed + 0.25 < fit.unpin || o.cpu.iter().any(|&a| need_at[a] > 1e-6) {
+                actions.push(keep(pid, Why::RoomTaken));
+                continue;
+            }
+            for i in chosen {
+                let (other, load, _) = &pins[i];
+                for (a, x) in load.iter().enumerate() {
+                    book.bound[a] -= x;
+                    book.ours[a] -= x;
+                }
+                book.pins.retain(|x| x.0 != *other);
+                if let Some(rec) = h.procs.get_mut(other) {
+                    if let Some(pl) = rec.placement.take() {
+                        actions.push(Action {
+                            pid: *other,
+                            kind: ActionKind::Revert { cpu_nodes: pl.origin_affinity, mem_policy: pl.origin_policy },
+                            reason: Why::MakeRoom { for_pid: pid },
+                            expected_gain: 0.0,
+                        });
+                    }
+                    rec.last_move_s = Some(now);
+                }
+            }
+        }
+        let cpu_nodes = v.ids(&o.cpu);
+        let mem_nodes = v.ids(&o.mem);
+        actions.push(Action {
+            pid,
+            kind: ActionKind::Bind { cpu_nodes: cpu_nodes.clone(), mem_nodes: mem_nodes.clone() },
+            reason: why.clone(),
+            expected_gain: o.gain,
+        });
+        let mut pending = Vec::new();
+        for &(b, d, x) in &o.moves {
+            let pages = (x as u64) / page;
+            let now_pages = pages.min(budget);
+            let (from, to) = (machine.nodes[b].id, machine.nodes[d].id);
+            if now_pages > 0 {
+                budget -= now_pages;
+                pages_total += now_pages;
+                actions.push(Action {
+                    pid,
+                    kind: ActionKind::Migrate { from, to, pages: now_pages },
+                    reason: why.clone(),
+                    expected_gain: o.gain,
+                });
+            }
+            if pages > now_pages {
+                pending.push((from, to, pages - now_pages));
+            }
+        }
+        // Book-keeping: its CPU load moves into T, T's bound load grows.
+        let load: f64 = f.own_cpu.iter().sum();
+        let mut displaced = 0.0;
+        for a in 0..v.n() {
+            book.free_cpus[a] += f.own_cpu[a] - o.c_after[a] * load;
+            if book.free_cpus[a] < 0.0 {
+                displaced -= book.free_cpus[a];
+                book.free_cpus[a] = 0.0;
+            }
+            book.bound[a] += o.c_after[a] * need - f.own_bound[a];
+            book.ours[a] += o.c_after[a] * need - f.own_ours[a];
+        }
+        book.pins.retain(|x| x.0 != pid);
+        book.pins.push((pid, o.c_after.iter().map(|c| c * need).collect(), o.gain));
+        // Displaced threads take idle CPUs outside T.
+        for a in (0..v.n()).filter(|a| !o.cpu.contains(a)) {
+            let x = displaced.min(book.free_cpus[a]);
+            book.free_cpus[a] -= x;
+            displaced -= x;
+        }
+        for &(b, d, x) in &o.moves {
+            book.free_bytes[b] += x;
+            book.free_bytes[d] -= x;
+        }
+        let rec = h.procs.entry(pid).or_insert_with(|| ProcRecord::new(&p.comm, now - p.age_s));
+        rec.last_move_s = Some(now);
+        rec.moves += 1;
+        let prev = rec.placement.take();
+        rec.placement = Some(Placement {
+            cpu_nodes,
+            mem_nodes,
+            prev_affinity: p.affinity.clone(),
+            prev_policy: p.mem_policy.clone(),
+            origin_affinity: prev.as_ref().map_or_else(|| p.affinity.clone(), |x| x.origin_affinity.clone()),
+            origin_policy: prev.as_ref().map_or_else(|| p.mem_policy.clone(), |x| x.origin_policy.clone()),
+            baseline_progress: if o.pin_only { p.progress.cpu_rate } else { p.progress.value() },
+            baseline_is_instr: !o.pin_only && p.progress.instr_rate.is_some(),
+            baseline_locality: f.locality,
+            expected_gain: o.gain,
+            at_s: now,
+            judged: false,
+            settled_from_s: now,
+            pending,
+        });
+    }
+    h.pages_migrated += pages_total;
+    Decision { actions, history: h }
+}

@@ -1,0 +1,63 @@
+//! Automatic placement that does no harm: the daemon's decision core.
+//!
+//! [`decide`] is a pure, deterministic function of
+//!
+//! * the [`Machine`] (nodes of any size, memory-less CPU nodes, CPU-less
+//!   memory nodes, firmware distances and optionally measured access-time
+//!   ratios),
+//! * a [`Snapshot`] of one scan (free CPUs and memory per node; per process
+//!   its threads, CPU use over the window, RSS and memory per node, where
+//!   its threads ran, affinity, cpuset, memory policy, owner placement, age,
+//!   progress and memory stall share),
+//! * the [`Config`] (every threshold documented with its source), and
+//! * the [`History`] of earlier moves (serialisable: a daemon persists it),
+//!
+//! to a list of [`Action`]s (bind CPUs and preferred memory to nodes,
+//! migrate N pages from node A to node B, revert an earlier move, or keep)
+//! each with its reason ([`Why`]) and expected gain, and the next history.
+//!
+//! The rules, in short:
+//!
+//! * **Candidates**: long-running (`min_age_s`), above numad's thresholds
+//!   (half a CPU, 300 MB), not excluded (pid, comm, cgroup, uid), not placed
+//!   by their owner (a restricted affinity or a memory policy numakit did
+//!   not set) unless configured.
+//! * **Targets**: nodes with room for the process's CPU use (idle CPUs plus
+//!   its own) and its memory (free minus a margin), by the real distances or
+//!   measured ratios, each node its own size; memory-less CPU nodes take
+//!   memory from their nearest memory node; CPU-less memory nodes never get
+//!   CPUs, and memory only when configured. Bound (unmovable) CPU load on a
+//!   node never exceeds its CPUs.
+//! * **Cost and benefit**: expected speed-up = from the access-time ratio now
+//!   and after, weighted by the measured share of cycles stalled on memory
+//!   (assumed when there are no counters), plus protection from the
+//!   scheduler drift observed so far; it must beat the cost of moving the
+//!   pages over a horizon equal to the process's age (capped), by a factor.
+//!   Stickiness and a cool-down per process; a global budget of pages per
+//!   second.
+//! * **Do no harm**: after a move settles, progress (instructions when
+//!   counted, else CPU time) is compared with before; a drop past
+//!   `harm_threshold` reverts it and leaves the process alone for a while,
+//!   and after repeated harm its command name too.
+//!
+//! This module decides; reading `/proc` into a [`Snapshot`] and applying
+//! actions belong to the collector and [`act`](crate::act). It never reads
+//! or changes the system.
+
+mod action;
+mod config;
+mod decide;
+mod history;
+mod machine;
+pub mod sets_serde;
+mod snapshot;
+
+pub use action::{Action, ActionKind, Why};
+pub use config::Config;
+pub use decide::{decide, Decision};
+pub use history::{CommRecord, History, Placement, ProcRecord};
+pub use machine::{Machine, MachineError, MachineNode};
+pub use snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+
+#[cfg(test)]
+mod tests;
