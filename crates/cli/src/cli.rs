@@ -42,6 +42,8 @@ pub enum Command {
     Bench(crate::cmd::bench::BenchArgs),
     /// Run a workload under several configurations and compare, with statistics.
     Compare(crate::cmd::compare::CompareArgs),
+    /// Simulate placement policies (numakit, numad, AutoNUMA, ...) on NUMA farms.
+    Simulate(crate::cmd::simulate::SimulateArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
     #[command(disable_help_flag = true)]
     Numactl {

@@ -9,6 +9,7 @@ pub mod numactl;
 mod pin;
 mod run;
 mod show;
+pub mod simulate;
 pub mod stat;
 pub mod top;
 mod topo;
@@ -40,6 +41,7 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Tune(args) => tune::run(&sys, &args),
         Command::Bench(args) => bench::run(&sys, &args),
         Command::Compare(args) => compare::run(&sys, &args),
+        Command::Simulate(args) => simulate::run(&sys, &args),
         Command::Numactl { args } => numactl::run(&sys, &args),
     }
 }

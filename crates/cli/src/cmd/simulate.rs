@@ -1,0 +1,183 @@
+//! `numakit simulate`: runs the deterministic NUMA farm simulator
+//! ([`numakit::sim`]) and prints, per scenario, every policy's throughput
+//! relative to the oracle, pages migrated and the worst per-job slowdown
+//! versus untuned; with `--all`, the distributions over random farms and
+//! the three targets. Never reads or changes the system.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use clap::Args;
+use numakit::sim::{self, Report, Scenario, ScenarioResult, Settings, Targets};
+use numakit::sys::SysRoot;
+
+use crate::Failure;
+
+/// `numakit simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Run one scenario: a named one (see --list) or random-CLASS-SEED.
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub scenario: Option<String>,
+    /// Run the named scenarios and SEEDS random farms per workload class.
+    #[arg(long)]
+    pub all: bool,
+    /// Random farms per class with --all.
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "all")]
+    pub seeds: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// List the named scenarios and exit.
+    #[arg(long, conflicts_with_all = ["scenario", "all"])]
+    pub list: bool,
+    /// Simulate without hardware counters (numakit assumes the memory stall
+    /// share and judges moves by CPU time).
+    #[arg(long)]
+    pub no_counters: bool,
+    /// Worker threads (default: all CPUs).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// Runs `numakit simulate`.
+pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        for s in Scenario::named() {
+            writeln!(out, "{:14} {:8} {}", s.name, s.class.name(), s.machine_name)?;
+        }
+        return Ok(0);
+    }
+    let mut settings = Settings::default();
+    settings.params.counters = !args.no_counters;
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let report = match &args.scenario {
+        Some(name) => {
+            let sc = Scenario::by_name(name)
+                .ok_or_else(|| Failure::usage(format!("no scenario {name:?} (see --list, or random-CLASS-SEED)")))?;
+            Report::new(vec![sim::run_scenario(&sc, &settings)])
+        }
+        None => sim::report(true, if args.all { args.seeds } else { 0 }, &settings, threads),
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(render(&report, args.scenario.is_none()).as_bytes())?;
+    }
+    Ok(0)
+}
+
+fn pages(n: u64) -> String {
+    match n {
+        0 => "0".into(),
+        n if n < 10_000 => n.to_string(),
+        n if n < 10_000_000 => format!("{:.0}k", n as f64 / 1e3),
+        n => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+fn scenario_table(out: &mut String, results: &[&ScenarioResult]) {
+    let Some(first) = results.first() else { return };
+    let names: Vec<&str> = first.policies.iter().map(|p| p.policy.as_str()).collect();
+    let _ = write!(out, "{:22} {:9}", "scenario", "machine");
+    for n in &names {
+        let _ = write!(out, " {n:>9}");
+    }
+    out.push('\n');
+    for r in results {
+        let _ = write!(out, "{:22} {:9}", r.name, r.machine);
+        for p in &r.policies {
+            let _ = write!(out, " {:>9.4}", p.vs_oracle);
+        }
+        let _ = write!(out, "\n{:32}", "  pages migrated");
+        for p in &r.policies {
+            let _ = write!(out, " {:>9}", pages(p.pages_migrated));
+        }
+        let _ = write!(out, "\n{:32}", "  worst job vs untuned");
+        for p in &r.policies {
+            let _ = write!(out, " {:>8.1}%", p.worst_job_slowdown * 100.0);
+        }
+        out.push('\n');
+    }
+}
+
+fn targets(out: &mut String, what: &str, t: &Targets) {
+    let yes = |b: bool| if b { "met" } else { "MISSED" };
+    let _ = writeln!(out, "targets over {what} ({} scenarios): {}", t.scenarios, yes(t.met));
+    let worst_numad = t.below_numad.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    let _ = writeln!(
+        out,
+        "  numakit >= numad on every scenario: {} ({} below{})",
+        yes(t.below_numad.is_empty()),
+        t.below_numad.len(),
+        if t.below_numad.is_empty() { String::new() } else { format!(", worst {:.4} of numad", worst_numad) }
+    );
+    let _ = writeln!(
+        out,
+        "  mean throughput vs oracle >= 0.95: {} ({:.4})",
+        yes(t.mean_vs_oracle >= 0.95),
+        t.mean_vs_oracle
+    );
+    let worst_untuned = t.below_untuned.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    let _ = writeln!(
+        out,
+        "  never more than 0.5% below untuned: {} ({} below{})",
+        yes(t.below_untuned.is_empty()),
+        t.below_untuned.len(),
+        if t.below_untuned.is_empty() { String::new() } else { format!(", worst {worst_untuned:.4} of untuned") }
+    );
+    for (name, x) in t.below_numad.iter().take(10) {
+        let _ = writeln!(out, "    below numad: {name} ({x:.4})");
+    }
+    for (name, x) in t.below_untuned.iter().take(10) {
+        let _ = writeln!(out, "    below untuned: {name} ({x:.4})");
+    }
+}
+
+/// The report as text: the named scenarios in full, random farms as
+/// distributions, then the targets.
+pub fn render(r: &Report, with_targets: bool) -> String {
+    let mut out = String::new();
+    out.push_str("Throughput relative to the oracle (best static placement known in advance); per scenario also\n");
+    out.push_str("pages migrated (4 KiB) and the worst per-job slowdown versus untuned.\n\n");
+    let named: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| !s.random).collect();
+    let random: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.random).collect();
+    if !named.is_empty() || random.len() == 1 {
+        let shown = if named.is_empty() { random.clone() } else { named.clone() };
+        scenario_table(&mut out, &shown);
+        out.push('\n');
+    }
+    if random.len() > 1 {
+        let _ = writeln!(out, "Random farms: throughput / oracle as min, p5, median, mean (and mean pages migrated)");
+        let _ = writeln!(
+            out,
+            "{:14} {:9} {:>7} {:>7} {:>7} {:>7} {:>9}",
+            "set", "policy", "min", "p5", "median", "mean", "pages"
+        );
+        for c in r.summaries.iter().filter(|c| c.set.starts_with("random")) {
+            let _ = writeln!(
+                out,
+                "{:14} {:9} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>9}",
+                c.set,
+                c.policy,
+                c.vs_oracle.min,
+                c.vs_oracle.p5,
+                c.vs_oracle.median,
+                c.vs_oracle.mean,
+                pages(c.pages_migrated.mean as u64)
+            );
+        }
+        out.push('\n');
+    }
+    if with_targets {
+        if !named.is_empty() {
+            targets(&mut out, "the named scenarios", &r.targets_named);
+        }
+        if let Some(t) = &r.targets_random {
+            targets(&mut out, "the random farms", t);
+        }
+    }
+    out
+}

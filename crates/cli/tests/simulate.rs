@@ -1,0 +1,68 @@
+//! `numakit simulate`: the command line of the simulator (the numbers
+//! themselves are tested in the library, `numakit::sim`).
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numakit")).args(args).output().expect("run numakit")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn lists_the_named_scenarios() {
+    let o = nk(&["simulate", "--list"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for name in ["reco-2s", "sim-2s", "evgen-2s", "hs06-8n", "jvm-4s", "mixed-tiered"] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+    assert_eq!(text.lines().count(), 14);
+}
+
+#[test]
+fn one_scenario_as_json() {
+    let o = nk(&["simulate", "--scenario", "evgen-2s", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    let sc = &v["scenarios"][0];
+    assert_eq!(sc["name"], "evgen-2s");
+    assert_eq!(sc["machine"], "intel-2s");
+    let names: Vec<&str> =
+        sc["policies"].as_array().expect("policies").iter().filter_map(|p| p["policy"].as_str()).collect();
+    assert_eq!(names, ["untuned", "static", "numad", "autonuma", "numakit", "oracle"]);
+    for p in sc["policies"].as_array().expect("policies") {
+        assert!(p["vs_oracle"].as_f64().expect("vs_oracle") > 0.9);
+        assert!(p["pages_migrated"].is_u64());
+        assert!(p["worst_job_slowdown"].is_f64());
+    }
+    let oracle = &sc["policies"][5];
+    assert_eq!(oracle["vs_oracle"], 1.0);
+    // Deterministic: the same numbers again.
+    let again = nk(&["simulate", "--scenario", "evgen-2s", "--json"]);
+    assert_eq!(o.stdout, again.stdout);
+}
+
+#[test]
+fn one_random_scenario_as_text() {
+    let o = nk(&["simulate", "--scenario", "random-evgen-3"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(text.contains("random-evgen-3"), "{text}");
+    assert!(text.contains("pages migrated") && text.contains("worst job vs untuned"), "{text}");
+    assert!(text.contains("numakit") && text.contains("oracle"), "{text}");
+}
+
+#[test]
+fn usage_errors() {
+    let o = nk(&["simulate", "--scenario", "no-such-farm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no scenario"));
+    // --seeds only with --all.
+    assert_eq!(nk(&["simulate", "--seeds", "3"]).status.code(), Some(2));
+    assert_eq!(nk(&["simulate", "--all", "--scenario", "reco-2s"]).status.code(), Some(2));
+}

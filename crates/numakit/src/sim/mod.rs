@@ -1,0 +1,125 @@
+//! A deterministic simulator of NUMA farms, to prove the daemon: numakit's
+//! decision core ([`daemon::decide`](crate::daemon::decide)) against no
+//! placement, static binding at start, numad's published algorithm, the
+//! kernel's automatic NUMA balancing and an oracle, on the same machines,
+//! jobs and random draws.
+//!
+//! * [`machines`]: 2 to 32 nodes with CPUs, memory per node, firmware
+//!   distances and the truth (access-time and bandwidth ratios, bandwidth);
+//! * [`workload`]: job classes (memory-bound long, cache-resident, short,
+//!   one copy per CPU, larger than a node, mixed) and the batch queue;
+//! * [`cost`]: the cost model from published figures;
+//! * [`engine`]: simulated time (no sleeping), scheduler with drift, first
+//!   touch, contention, AutoNUMA, and the one action applier;
+//! * [`policy`], [`numad`]: the six policies;
+//! * [`scenario`], [`report`]: named and seeded scenarios, results,
+//!   distributions and the targets.
+//!
+//! Everything is a function of the seeds: the same scenario gives the same
+//! numbers on every run and machine. Nothing here reads or changes the
+//! system, and nothing prints.
+
+pub mod cost;
+pub mod engine;
+pub mod machines;
+pub mod numad;
+pub mod policy;
+pub mod report;
+pub mod rng;
+pub mod scenario;
+pub mod workload;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+pub use cost::CostModel;
+pub use engine::{Engine, RunOutcome, SimParams};
+pub use machines::SimMachine;
+pub use report::{ClassSummary, Distribution, PolicyResult, Report, ScenarioResult, Targets};
+pub use scenario::Scenario;
+pub use workload::{Class, JobSpec, Workload};
+
+use crate::daemon::Config;
+use policy::{AutoNuma, Numakit, Oracle, Policy, StaticBind, Untuned};
+
+/// The policies in report order.
+pub const POLICIES: [&str; 6] = ["untuned", "static", "numad", "autonuma", "numakit", "oracle"];
+
+/// Settings of a simulation run.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Cost model.
+    pub cost: CostModel,
+    /// Engine parameters.
+    pub params: SimParams,
+    /// numakit's daemon configuration.
+    pub config: Config,
+}
+
+/// A fresh policy by name (one of [`POLICIES`]).
+pub fn make_policy(name: &str, m: &SimMachine, s: &Settings) -> Option<Box<dyn Policy>> {
+    Some(match name {
+        "untuned" => Box::new(Untuned),
+        "static" => Box::new(StaticBind::new(m)),
+        "numad" => Box::new(numad::Numad::default()),
+        "autonuma" => Box::new(AutoNuma),
+        "numakit" => Box::new(Numakit { config: s.config.clone(), history: crate::daemon::History::new() }),
+        "oracle" => Box::new(Oracle::new(m, &s.cost)),
+        _ => return None,
+    })
+}
+
+/// Runs one policy on one scenario.
+pub fn run_policy(sc: &Scenario, policy: &str, s: &Settings) -> Option<RunOutcome> {
+    let mut p = make_policy(policy, &sc.machine, s)?;
+    let engine = Engine::new(&sc.machine, &sc.workload, &s.cost, &s.params, sc.seed);
+    Some(engine.run(p.as_mut(), sc.horizon_s))
+}
+
+/// Runs every policy on one scenario.
+pub fn run_scenario(sc: &Scenario, s: &Settings) -> ScenarioResult {
+    run_scenario_with(sc, s, &POLICIES)
+}
+
+/// Runs some policies on one scenario (the targets need `untuned`, `numad`,
+/// `numakit` and `oracle`).
+pub fn run_scenario_with(sc: &Scenario, s: &Settings, policies: &[&str]) -> ScenarioResult {
+    let runs: Vec<(String, RunOutcome)> =
+        policies.iter().filter_map(|p| run_policy(sc, p, s).map(|o| (p.to_string(), o))).collect();
+    ScenarioResult::from_runs(&sc.name, sc.class, &sc.machine_name, sc.seed, sc.random, &runs)
+}
+
+/// Runs scenarios on `threads` threads (results in input order; the same
+/// whatever the thread count).
+pub fn run_all(scenarios: &[Scenario], s: &Settings, threads: usize) -> Vec<ScenarioResult> {
+    run_all_with(scenarios, s, threads, &POLICIES)
+}
+
+/// [`run_all`] with some policies only.
+pub fn run_all_with(scenarios: &[Scenario], s: &Settings, threads: usize, policies: &[&str]) -> Vec<ScenarioResult> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<ScenarioResult>>> = Mutex::new(vec![None; scenarios.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(sc) = scenarios.get(i) else { break };
+                let r = run_scenario_with(sc, s, policies);
+                if let Ok(mut o) = out.lock() {
+                    o[i] = Some(r);
+                }
+            });
+        }
+    });
+    out.into_inner().unwrap_or_default().into_iter().flatten().collect()
+}
+
+/// The report for the named scenarios and `seeds` random ones per class.
+pub fn report(named: bool, seeds: u64, s: &Settings, threads: usize) -> Report {
+    let mut scenarios = if named { Scenario::named() } else { Vec::new() };
+    scenarios.extend(Scenario::random_set(seeds));
+    Report::new(run_all(&scenarios, s, threads))
+}
+
+#[cfg(test)]
+mod tests;

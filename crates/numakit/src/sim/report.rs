@@ -1,0 +1,253 @@
+//! Results: per scenario and policy the throughput relative to the oracle
+//! and to untuned, pages migrated, binds, reverts and the worst per-job
+//! slowdown versus untuned; per class and policy the distribution (min,
+//! p5, median, mean); and the three targets checked. Plain data: the CLI
+//! renders it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::engine::RunOutcome;
+use super::workload::Class;
+
+/// One policy in one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyResult {
+    /// Policy name.
+    pub policy: String,
+    /// Nominal CPU-seconds of work per second.
+    pub throughput: f64,
+    /// Throughput / the oracle's.
+    pub vs_oracle: f64,
+    /// Throughput / untuned's.
+    pub vs_untuned: f64,
+    /// Pages (4 KiB) migrated.
+    pub pages_migrated: u64,
+    /// Binds applied.
+    pub binds: u64,
+    /// Reverts applied.
+    pub reverts: u64,
+    /// Worst per-job slowdown versus untuned (0.05: one job ran 5 % slower
+    /// than under untuned), over jobs that ran at least 30 s under both.
+    pub worst_job_slowdown: f64,
+}
+
+/// One scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScenarioResult {
+    /// Name.
+    pub name: String,
+    /// Class.
+    pub class: Class,
+    /// Machine.
+    pub machine: String,
+    /// Seed.
+    pub seed: u64,
+    /// Generated from a seed.
+    pub random: bool,
+    /// Per policy, in the order run.
+    pub policies: Vec<PolicyResult>,
+}
+
+impl ScenarioResult {
+    /// Builds the result from raw runs (`runs[i]` = (policy, outcome)).
+    pub fn from_runs(
+        name: &str,
+        class: Class,
+        machine: &str,
+        seed: u64,
+        random: bool,
+        runs: &[(String, RunOutcome)],
+    ) -> Self {
+        let tp = |p: &str| runs.iter().find(|r| r.0 == p).map_or(f64::NAN, |r| r.1.throughput());
+        let (oracle, untuned) = (tp("oracle"), tp("untuned"));
+        let base = runs.iter().find(|r| r.0 == "untuned").map(|r| &r.1);
+        let policies = runs
+            .iter()
+            .map(|(name, o)| {
+                let mut worst: f64 = 0.0;
+                if let Some(b) = base {
+                    for (idx, (jo, threads)) in &o.jobs {
+                        if let Some((ju, _)) = b.jobs.get(idx) {
+                            let (su, sp) = (ju.speed(*threads), jo.speed(*threads));
+                            if sp > 0.0 {
+                                worst = worst.max(su / sp - 1.0);
+                            }
+                        }
+                    }
+                }
+                PolicyResult {
+                    policy: name.clone(),
+                    throughput: o.throughput(),
+                    vs_oracle: o.throughput() / oracle,
+                    vs_untuned: o.throughput() / untuned,
+                    pages_migrated: o.pages_migrated,
+                    binds: o.binds,
+                    reverts: o.reverts,
+                    worst_job_slowdown: worst,
+                }
+            })
+            .collect();
+        Self { name: name.into(), class, machine: machine.into(), seed, random, policies }
+    }
+
+    /// A policy's result.
+    pub fn policy(&self, name: &str) -> Option<&PolicyResult> {
+        self.policies.iter().find(|p| p.policy == name)
+    }
+}
+
+/// min, 5th percentile, median, mean.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Distribution {
+    /// Values.
+    pub n: usize,
+    /// Minimum.
+    pub min: f64,
+    /// 5th percentile (nearest rank).
+    pub p5: f64,
+    /// Median.
+    pub median: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl Distribution {
+    /// Of some values (NaN-free); `None` when empty.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let rank = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        Some(Self { n, min: v[0], p5: rank(0.05), median, mean: v.iter().sum::<f64>() / n as f64 })
+    }
+}
+
+/// Distribution of one policy over a class's scenarios.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassSummary {
+    /// Which scenarios: `named`, `random-CLASS` or `random-all`.
+    pub set: String,
+    /// Class (`None`: all classes).
+    pub class: Option<Class>,
+    /// Policy.
+    pub policy: String,
+    /// Throughput / oracle.
+    pub vs_oracle: Distribution,
+    /// Throughput / untuned.
+    pub vs_untuned: Distribution,
+    /// Worst per-job slowdown versus untuned.
+    pub worst_job_slowdown: Distribution,
+    /// Pages migrated.
+    pub pages_migrated: Distribution,
+}
+
+/// The three targets over a set of scenarios.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Targets {
+    /// Scenarios checked.
+    pub scenarios: usize,
+    /// Scenarios where numakit's throughput is below numad's (name, numakit/numad).
+    pub below_numad: Vec<(String, f64)>,
+    /// Mean of numakit's throughput / oracle.
+    pub mean_vs_oracle: f64,
+    /// Scenarios where numakit is below untuned by more than 0.5 % (name, numakit/untuned).
+    pub below_untuned: Vec<(String, f64)>,
+    /// All three met.
+    pub met: bool,
+}
+
+impl Targets {
+    /// Checks numakit ≥ numad everywhere, mean ≥ 95 % of the oracle, and
+    /// never more than 0.5 % below untuned.
+    pub fn check(results: &[&ScenarioResult]) -> Self {
+        let mut below_numad = Vec::new();
+        let mut below_untuned = Vec::new();
+        let mut sum = 0.0;
+        for r in results {
+            let (Some(k), Some(d)) = (r.policy("numakit"), r.policy("numad")) else { continue };
+            if k.throughput < d.throughput {
+                below_numad.push((r.name.clone(), k.throughput / d.throughput));
+            }
+            if k.vs_untuned < 0.995 {
+                below_untuned.push((r.name.clone(), k.vs_untuned));
+            }
+            sum += k.vs_oracle;
+        }
+        let mean = if results.is_empty() { f64::NAN } else { sum / results.len() as f64 };
+        Self {
+            scenarios: results.len(),
+            met: below_numad.is_empty() && below_untuned.is_empty() && mean >= 0.95,
+            below_numad,
+            mean_vs_oracle: mean,
+            below_untuned,
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Per scenario.
+    pub scenarios: Vec<ScenarioResult>,
+    /// Per policy over the named scenarios, then per class and policy over
+    /// the random ones, then per policy over all random ones.
+    pub summaries: Vec<ClassSummary>,
+    /// Targets over the named scenarios.
+    pub targets_named: Targets,
+    /// Targets over the random scenarios (`None` when none ran).
+    pub targets_random: Option<Targets>,
+}
+
+fn summarize(set: &str, class: Option<Class>, results: &[&ScenarioResult]) -> Vec<ClassSummary> {
+    let mut by_policy: BTreeMap<usize, (String, Vec<[f64; 4]>)> = BTreeMap::new();
+    for r in results {
+        for (i, p) in r.policies.iter().enumerate() {
+            by_policy.entry(i).or_insert_with(|| (p.policy.clone(), Vec::new())).1.push([
+                p.vs_oracle,
+                p.vs_untuned,
+                p.worst_job_slowdown,
+                p.pages_migrated as f64,
+            ]);
+        }
+    }
+    by_policy
+        .into_values()
+        .filter_map(|(policy, rows)| {
+            let col = |k: usize| rows.iter().map(|r| r[k]).collect::<Vec<f64>>();
+            Some(ClassSummary {
+                set: set.to_string(),
+                class,
+                policy,
+                vs_oracle: Distribution::of(&col(0))?,
+                vs_untuned: Distribution::of(&col(1))?,
+                worst_job_slowdown: Distribution::of(&col(2))?,
+                pages_migrated: Distribution::of(&col(3))?,
+            })
+        })
+        .collect()
+}
+
+impl Report {
+    /// Builds the report from scenario results.
+    pub fn new(scenarios: Vec<ScenarioResult>) -> Self {
+        let named: Vec<&ScenarioResult> = scenarios.iter().filter(|s| !s.random).collect();
+        let random: Vec<&ScenarioResult> = scenarios.iter().filter(|s| s.random).collect();
+        let mut summaries = summarize("named", None, &named);
+        for class in Class::ALL {
+            let these: Vec<&ScenarioResult> = random.iter().copied().filter(|s| s.class == class).collect();
+            summaries.extend(summarize(&format!("random-{}", class.name()), Some(class), &these));
+        }
+        let targets_named = Targets::check(&named);
+        let targets_random = (!random.is_empty()).then(|| Targets::check(&random));
+        if !random.is_empty() {
+            summaries.extend(summarize("random-all", None, &random));
+        }
+        Self { scenarios, summaries, targets_named, targets_random }
+    }
+}

@@ -1,0 +1,360 @@
+use std::collections::BTreeMap;
+
+use super::engine::Pol;
+use super::numad::Numad;
+use super::policy::{AutoNuma, Numakit, Oracle, Policy, Start, StartView, StaticBind, Untuned};
+use super::*;
+use crate::daemon::{Action, ActionKind, Machine, MachineNode, MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use crate::sets::NodeSet;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn job(threads: u32, mem_gib: f64, slowdown: f64, work_s: f64) -> JobSpec {
+    JobSpec {
+        index: 0,
+        kind: Class::Reco,
+        comm: "t",
+        threads,
+        mem_bytes: mem_gib * GIB,
+        remote_slowdown: slowdown,
+        work_s,
+        owner_pin: false,
+    }
+}
+
+/// Places every job as told; optionally with AutoNUMA; optionally emits
+/// fixed actions at its first scan.
+struct Place {
+    start: Start,
+    autonuma: bool,
+    at_first_tick: Vec<Action>,
+}
+
+impl Policy for Place {
+    fn name(&self) -> &'static str {
+        "place"
+    }
+    fn autonuma(&self) -> bool {
+        self.autonuma
+    }
+    fn on_start(&mut self, _view: &StartView, _job: &JobSpec) -> Option<Start> {
+        Some(self.start)
+    }
+    fn interval_s(&mut self) -> Option<f64> {
+        Some(5.0)
+    }
+    fn tick(&mut self, _m: &Machine, _s: &Snapshot) -> Vec<Action> {
+        std::mem::take(&mut self.at_first_tick)
+    }
+}
+
+fn place(cpu: usize, mem: usize) -> Place {
+    Place {
+        start: Start { cpu_mask: 1 << cpu, pol: Pol::Prefer(1 << mem) },
+        autonuma: false,
+        at_first_tick: Vec::new(),
+    }
+}
+
+/// No drift, memory touched in the first step, exact counters.
+fn quiet() -> SimParams {
+    SimParams { drift_idle_s: 1e12, drift_swap_s: 1e12, ramp_s: 5.0, counter_noise: 0.0, ..SimParams::default() }
+}
+
+fn run_one(m: &SimMachine, jobs: Vec<JobSpec>, p: &mut dyn Policy, horizon: f64) -> RunOutcome {
+    let (cost, params) = (CostModel::default(), quiet());
+    let wl = Workload::fixed(jobs);
+    Engine::new(m, &wl, &cost, &params, 1).run(p, horizon)
+}
+
+#[test]
+fn cost_model_figures() {
+    let c = CostModel::default();
+    // A job that slows by 30 % all-remote on the reference machine does so
+    // at the reference ratio (MLC 131/81 ns).
+    let s = c.stall_share(0.3);
+    assert!((c.time_factor(s, 131.0 / 81.0) - 1.3).abs() < 1e-12);
+    assert!((c.speed(s, 1.0) - 1.0).abs() < 1e-12);
+    // The SPEC CPU2006 spread 3–50 % maps to 5–81 % of time stalled.
+    assert!((c.stall_share(0.03) - 0.0486).abs() < 1e-3);
+    assert!((c.stall_share(0.5) - 0.81).abs() < 1e-3);
+    assert_eq!(c.stall_share(2.0), 1.0);
+    assert!((c.ref_bw_ratio - 0.4722).abs() < 1e-3);
+    assert_eq!(c.contention(216.0, 108.0), 2.0);
+    assert_eq!(c.contention(50.0, 108.0), 1.0);
+    assert!((c.migrate_s(2.0 * GIB) - 2.0).abs() < 1e-12);
+    assert!((c.observed_stall(0.4, 1.0) - 0.4).abs() < 1e-12);
+    // 0.5 µs per 4 KiB page of hinting faults.
+    assert!((c.hint_fault_s_per_gib - 0.131072).abs() < 1e-9);
+}
+
+#[test]
+fn a_local_job_runs_at_full_speed() {
+    let m = SimMachine::intel_2s();
+    let o = run_one(&m, vec![job(1, 2.0, 0.3, 1000.0)], &mut place(0, 0), 2000.0);
+    assert!((o.work - 1000.0).abs() < 1e-6, "{}", o.work);
+    let (j, _) = &o.jobs[&0];
+    assert!(j.finished);
+    assert!((j.alive_s - 1000.0).abs() < 1e-6);
+    assert_eq!(o.pages_migrated, 0);
+}
+
+#[test]
+fn remote_memory_costs_its_slowdown() {
+    let m = SimMachine::intel_2s();
+    // CPUs on node 1, memory on node 0: 30 % slower.
+    let o = run_one(&m, vec![job(1, 2.0, 0.3, 1000.0)], &mut place(1, 0), 650.0);
+    assert!((o.work - 500.0).abs() < 1e-6, "{}", o.work);
+    // On the 8-node AMD two hops (1.9×) cost more than one (1.4×).
+    let amd = SimMachine::amd_8n();
+    let near = run_one(&amd, vec![job(1, 2.0, 0.3, 1e6)], &mut place(1, 0), 1000.0).work;
+    let far = run_one(&amd, vec![job(1, 2.0, 0.3, 1e6)], &mut place(2, 0), 1000.0).work;
+    let s = CostModel::default().stall_share(0.3);
+    assert!((near - 1000.0 / (1.0 + s * 0.4)).abs() < 1e-6);
+    assert!((far - 1000.0 / (1.0 + s * 0.9)).abs() < 1e-6);
+}
+
+#[test]
+fn migration_is_charged_and_counted() {
+    let m = SimMachine::intel_2s();
+    let mut p = place(1, 0);
+    p.at_first_tick = vec![Action {
+        pid: 1000,
+        kind: ActionKind::Migrate { from: 0, to: 1, pages: 1 << 20 },
+        reason: crate::daemon::Why::Budget,
+        expected_gain: 0.0,
+    }];
+    let o = run_one(&m, vec![job(1, 2.0, 0.3, 1e6)], &mut p, 100.0);
+    // 5 s remote (speed 1/1.3), then 2 s lost moving 2 GiB, then 93 s local.
+    assert!((o.work - (5.0 / 1.3 + 3.0 + 90.0)).abs() < 1e-6, "{}", o.work);
+    assert_eq!(o.pages_migrated, 2 * (1 << 30) / 4096);
+}
+
+#[test]
+fn bandwidth_contention_slows_everyone() {
+    // 30 memory-bound threads on one node of the 8-node AMD (40 GB/s):
+    // demand ~146 GB/s at full speed.
+    let m = SimMachine::amd_8n();
+    let o = run_one(&m, vec![job(8, 8.0, 0.5, 1e6)], &mut place(0, 0), 100.0);
+    assert!((o.work - 800.0).abs() < 1e-6, "8 threads, 39 GB/s: no contention ({})", o.work);
+    let o2 = run_one(&m, vec![job(8, 8.0, 0.5, 1e6)], &mut place(1, 0), 100.0);
+    // Remote at 0.6× bandwidth: 39 / 0.6 = 65 GB/s demanded of 40 → stretched.
+    let s = CostModel::default().stall_share(0.5);
+    assert!(o2.work < 800.0 / (1.0 + s * 0.4) - 1.0, "{}", o2.work);
+}
+
+#[test]
+fn autonuma_brings_memory_to_the_threads() {
+    let m = SimMachine::intel_2s();
+    let plain = run_one(&m, vec![job(1, 2.0, 0.3, 1e6)], &mut place(1, 0), 600.0);
+    let mut p = place(1, 0);
+    p.autonuma = true;
+    let auto = run_one(&m, vec![job(1, 2.0, 0.3, 1e6)], &mut p, 600.0);
+    assert!(auto.pages_migrated >= 500_000, "{}", auto.pages_migrated);
+    assert!(auto.work > plain.work + 80.0, "{} vs {}", auto.work, plain.work);
+    // The policy object only switches the kernel feature on.
+    assert!(AutoNuma.autonuma() && !Untuned.autonuma());
+}
+
+fn node(id: u32, cpus: u32, mem_gib: u64) -> MachineNode {
+    MachineNode { id, cpus, mem_bytes: mem_gib << 30 }
+}
+
+fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -> ProcInfo {
+    ProcInfo {
+        pid,
+        comm: "job".into(),
+        uid: 1000,
+        cgroup: String::new(),
+        threads,
+        cpu_use: cpus,
+        rss_bytes: mem.iter().map(|m| m.1).sum(),
+        mem_per_node: mem.iter().copied().collect(),
+        cpu_per_node: BTreeMap::from([(cpu_node, cpus)]),
+        affinity: NodeSet::parse_list("0-63").unwrap(),
+        cpuset: NodeSet::new(),
+        mem_policy: MemPolicy::Default,
+        owner_pinned: false,
+        age_s: 600.0,
+        progress: Progress { cpu_rate: cpus, instr_rate: None },
+        mem_stall_share: None,
+    }
+}
+
+fn snap(t: f64, free: &[(u32, f64, u64)], procs: Vec<ProcInfo>) -> Snapshot {
+    Snapshot {
+        time_s: t,
+        nodes: free.iter().map(|&(id, c, b)| NodeState { id, free_cpus: c, free_bytes: b }).collect(),
+        procs,
+    }
+}
+
+const GB: u64 = 1_000_000_000;
+
+#[test]
+fn numad_binds_to_the_memory_one_process_per_interval() {
+    let m = Machine::new(vec![node(0, 4, 8), node(1, 4, 8)], vec![vec![10, 21], vec![21, 10]]).unwrap();
+    let procs = vec![proc_(1, 1, &[(0, GB)], 1.0, 1), proc_(2, 0, &[(1, GB)], 1.0, 1)];
+    let free = [(0, 0.0, 6 * GB), (1, 0.0, 6 * GB)];
+    let mut n = Numad::default();
+    // First sighting: no CPU rate yet.
+    assert!(n.tick(&m, &snap(15.0, &free, procs.clone())).is_empty());
+    assert_eq!(n.interval_s(), Some(15.0));
+    // Second: the first candidate (equal magnitudes: lowest pid) is bound
+    // where its memory is (the 17/16 bias and the CPU credit), local or not.
+    let a = n.tick(&m, &snap(30.0, &free, procs.clone()));
+    let bind0 = ActionKind::Bind { cpu_nodes: NodeSet::parse_list("0").unwrap(), mem_nodes: NodeSet::new() };
+    assert_eq!(a.iter().map(|x| (x.pid, x.kind.clone())).collect::<Vec<_>>(), [(1, bind0)]);
+    assert_eq!(n.interval_s(), Some(5.0));
+    // Next interval: the other one (the first is in its 300 s hysteresis).
+    let a = n.tick(&m, &snap(35.0, &free, procs));
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].pid, 2);
+}
+
+#[test]
+fn numad_sizes_requests_by_node_zero() {
+    // Node 0 has 2 CPUs, node 1 has 8: a 4-CPU process fits node 1, but
+    // numad sizes by node 0 and wants 3 nodes (all of them), so it leaves
+    // the process unbound; numakit binds it to node 1.
+    let m = Machine::new(vec![node(0, 2, 8), node(1, 8, 8)], vec![vec![10, 21], vec![21, 10]]).unwrap();
+    let p = proc_(1, 1, &[(1, GB)], 4.0, 4);
+    let free = [(0, 0.0, 6 * GB), (1, 4.0, 6 * GB)];
+    let mut n = Numad::default();
+    n.tick(&m, &snap(15.0, &free, vec![p.clone()]));
+    assert!(n.tick(&m, &snap(30.0, &free, vec![p.clone()])).is_empty());
+    let mut k = Numakit::default();
+    let a = k.tick(&m, &snap(30.0, &free, vec![p]));
+    assert!(matches!(&a[0].kind, ActionKind::Bind { cpu_nodes, .. } if cpu_nodes.to_list() == "1"), "{a:?}");
+}
+
+#[test]
+fn numad_never_picks_cpu_less_nodes_and_moves_whole_nodes() {
+    let m = Machine::new(
+        vec![node(0, 4, 8), node(1, 4, 8), node(2, 0, 64)],
+        vec![vec![10, 21, 14], vec![21, 10, 24], vec![14, 24, 10]],
+    )
+    .unwrap();
+    let p = proc_(1, 0, &[(0, GB / 2), (2, 2 * GB)], 1.0, 1);
+    let free = [(0, 0.0, 4 * GB), (1, 1.0, 4 * GB), (2, 0.0, 60 * GB)];
+    let mut n = Numad::default();
+    n.tick(&m, &snap(15.0, &free, vec![p.clone()]));
+    let a = n.tick(&m, &snap(30.0, &free, vec![p]));
+    assert!(matches!(&a[0].kind, ActionKind::Bind { cpu_nodes, .. } if !cpu_nodes.contains(2)), "{a:?}");
+    let ActionKind::Migrate { from, pages, .. } = a[1].kind else { panic!("{a:?}") };
+    assert_eq!((from, pages), (2, 2 * GB / 4096 + 1));
+}
+
+fn view(idle: &[f64], bound_bw: &[f64]) -> StartView {
+    StartView {
+        idle: idle.to_vec(),
+        free_bytes: vec![32.0 * GIB; idle.len()],
+        bound_threads: vec![0; idle.len()],
+        bound_bw: bound_bw.to_vec(),
+        home: (0..idle.len()).collect(),
+    }
+}
+
+#[test]
+fn static_binding_is_run_auto() {
+    let m = SimMachine::intel_2s();
+    let mut p = StaticBind::new(&m);
+    let s = p.on_start(&view(&[0.0, 5.0], &[0.0, 0.0]), &job(1, 2.0, 0.3, 100.0)).unwrap();
+    assert_eq!(s, Start { cpu_mask: 0b10, pol: Pol::Prefer(0b10) });
+    // Larger than a node: both.
+    let s = p.on_start(&view(&[16.0, 16.0], &[0.0, 0.0]), &job(20, 2.0, 0.3, 100.0)).unwrap();
+    assert_eq!(s.cpu_mask, 0b11);
+}
+
+#[test]
+fn the_oracle_spreads_bandwidth() {
+    let m = SimMachine::amd_8n();
+    let mut o = Oracle::new(&m, &CostModel::default());
+    let mut idle = vec![0.0; 8];
+    idle[2] = 2.0;
+    idle[3] = 2.0;
+    let mut bw = vec![0.0; 8];
+    bw[2] = 39.0;
+    let s = o.on_start(&view(&idle, &bw), &job(1, 2.0, 0.5, 100.0)).unwrap();
+    assert_eq!(s, Start { cpu_mask: 1 << 3, pol: Pol::Prefer(1 << 3) });
+}
+
+#[test]
+fn numakit_policy_returns_only_changes() {
+    let m = Machine::new(vec![node(0, 4, 8), node(1, 4, 8)], vec![vec![10, 21], vec![21, 10]]).unwrap();
+    let mut p = proc_(1, 1, &[(0, 2 * GB)], 1.0, 1);
+    p.mem_stall_share = Some(0.4);
+    let mut k = Numakit::default();
+    let a = k.tick(&m, &snap(600.0, &[(0, 0.0, 6 * GB), (1, 0.0, 6 * GB)], vec![p]));
+    assert!(a.iter().all(Action::changes));
+    assert_eq!(a.len(), 2);
+    assert_eq!(k.history.procs[&1].moves, 1);
+}
+
+#[test]
+fn distributions_are_exact() {
+    let v: Vec<f64> = (1..=20).map(f64::from).collect();
+    let d = Distribution::of(&v).unwrap();
+    assert_eq!((d.n, d.min, d.p5, d.median, d.mean), (20, 1.0, 1.0, 10.5, 10.5));
+    let d = Distribution::of(&[3.0, 1.0, 2.0]).unwrap();
+    assert_eq!((d.min, d.p5, d.median), (1.0, 1.0, 2.0));
+    assert!(Distribution::of(&[]).is_none());
+}
+
+#[test]
+fn scenarios_by_name_and_random_machines() {
+    assert_eq!(Scenario::named().len(), 14);
+    assert_eq!(Scenario::by_name("jvm-4s").unwrap().machine_name, "intel-4s");
+    let r = Scenario::by_name("random-reco-3").unwrap();
+    assert!(r.random && r.class == Class::Reco);
+    assert!(Scenario::by_name("random-nope-1").is_none());
+    for seed in 0..200 {
+        let m = SimMachine::random(seed);
+        assert!((2..=33).contains(&m.len()), "{}", m.len());
+        assert!(m.total_cpus() <= 192);
+        for a in 0..m.len() {
+            assert_eq!(m.latency[a][a], 1.0);
+            for b in 0..m.len() {
+                assert_eq!(m.latency[a][b], m.latency[b][a]);
+            }
+        }
+    }
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let sc = Scenario::random(Class::Evgen, 7);
+    let s = Settings::default();
+    let a = run_scenario(&sc, &s);
+    let b = run_scenario(&sc, &s);
+    assert_eq!(a, b);
+    let par = run_all(&[sc.clone(), sc], &s, 2);
+    assert_eq!(par[0], a);
+    assert_eq!(par[1], a);
+}
+
+/// The three targets on the named scenarios and on one random farm per
+/// class (the documented command runs 100 per class), with the four
+/// policies the targets need. numakit vs numad is checked with a 0.3 %
+/// tolerance: where numakit is below numad (JVM-like jobs larger than a
+/// node, which numad binds at first sight, before their memory exists) it
+/// is by less than that; docs/simulate.md lists every such scenario.
+#[test]
+fn targets_on_named_and_a_reduced_random_set() {
+    let s = Settings::default();
+    let mut scenarios = Scenario::named();
+    scenarios.extend(Scenario::random_set(1));
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let report = Report::new(run_all_with(&scenarios, &s, threads, &["untuned", "numad", "numakit", "oracle"]));
+    for r in &report.scenarios {
+        let k = r.policy("numakit").unwrap();
+        let d = r.policy("numad").unwrap();
+        assert!(k.throughput >= d.throughput * 0.997, "{}: numakit {} < numad {}", r.name, k.vs_oracle, d.vs_oracle);
+        assert!(k.vs_untuned >= 0.995, "{}: numakit {} of untuned", r.name, k.vs_untuned);
+    }
+    assert!(report.targets_named.mean_vs_oracle >= 0.95, "{:?}", report.targets_named);
+    assert!(report.targets_named.below_untuned.is_empty());
+    let random = report.targets_random.as_ref().unwrap();
+    assert!(random.mean_vs_oracle >= 0.95, "{random:?}");
+    assert!(random.below_untuned.is_empty());
+}
