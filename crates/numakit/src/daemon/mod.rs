@@ -40,17 +40,32 @@
 //!   `harm_threshold` reverts it and leaves the process alone for a while,
 //!   and after repeated harm its command name too.
 //!
-//! This module decides; reading `/proc` into a [`Snapshot`] and applying
-//! actions belong to the collector and [`act`](crate::act). It never reads
-//! or changes the system.
+//! [`decide`] neither reads nor changes the system. Around it, in layers:
+//!
+//! * [`collect`]: the read layer, one scan of `/proc` and `/sys` (through
+//!   a [`SysRoot`](crate::sys::SysRoot)) into a [`Snapshot`], `numa_maps`
+//!   only for candidates;
+//! * [`apply`]: the acting layer, through the logged wrappers of
+//!   [`act`](crate::act), every result read back;
+//! * [`state`]: what survives a restart (history, `ctl` lists, originals,
+//!   changed globals), written ahead of every action;
+//! * [`service`]: one scan after another, decision log, status, control
+//!   requests; [`ctl`]: the control socket's protocol and access check;
+//! * [`settings`]: the configuration file.
 
 mod action;
+pub mod apply;
+pub mod collect;
 mod config;
+pub mod ctl;
 mod decide;
 mod history;
 mod machine;
+pub mod service;
 pub mod sets_serde;
+pub mod settings;
 mod snapshot;
+pub mod state;
 
 pub use action::{Action, ActionKind, Why};
 pub use config::Config;

@@ -225,6 +225,73 @@ pub fn render(s: &MetricsSample) -> String {
     out
 }
 
+/// The daemon's families, from its `status.json` (see
+/// [`crate::daemon::service::Service::status`]); `age_s` is how long ago
+/// the file was written. Fields the file lacks are left out.
+pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
+    let mut out = String::new();
+    let c = &status["counters"];
+    let num = |v: &serde_json::Value| v.as_f64();
+    Family::new(
+        &mut out,
+        "numakit_daemon_status_age_seconds",
+        "gauge",
+        "Seconds since the daemon last wrote its status.",
+    )
+    .sample(&[], age_s);
+    let deferred = if status["deferred"].is_string() { 1.0 } else { 0.0 };
+    Family::new(
+        &mut out,
+        "numakit_daemon_deferred",
+        "gauge",
+        "1 while the daemon only decides and logs because kernel AutoNUMA is on.",
+    )
+    .sample(&[], deferred);
+    let counters: [(&str, &str, &str); 8] = [
+        ("scans", "numakit_daemon_scans_total", "Scans done since the daemon started."),
+        ("scan_cpu_seconds_total", "numakit_daemon_scan_cpu_seconds_total", "CPU time spent in scans."),
+        ("pages_migrated_total", "numakit_daemon_pages_migrated_total", "Pages moved, read back from numa_maps."),
+        ("reverts_total", "numakit_daemon_reverts_total", "Moves undone after they did harm."),
+        ("failures_total", "numakit_daemon_failures_total", "Actions the kernel refused."),
+        ("gone_total", "numakit_daemon_gone_total", "Actions whose process exited first."),
+        ("repairs_total", "numakit_daemon_repairs_total", "Half-applied binds found and fixed at start."),
+        ("binds_total", "numakit_daemon_binds_total", "CPU binds applied."),
+    ];
+    for (key, name, help) in counters {
+        if let Some(v) = num(&c[key]) {
+            Family::new(&mut out, name, "counter", help).sample(&[], v);
+        }
+    }
+    if let Some(v) = num(&c["migrations_total"]) {
+        Family::new(&mut out, "numakit_daemon_migrations_total", "counter", "Page migration actions applied.")
+            .sample(&[], v);
+    }
+    let gauges: [(&str, &str, &str); 3] = [
+        ("last_scan_cpu_seconds", "numakit_daemon_last_scan_cpu_seconds", "CPU time of the last scan."),
+        ("candidates", "numakit_daemon_candidates", "Processes whose placement was considered in the last scan."),
+        ("processes", "numakit_daemon_processes", "Processes looked at in the last scan."),
+    ];
+    for (key, name, help) in gauges {
+        if let Some(v) = num(&c[key]) {
+            Family::new(&mut out, name, "gauge", help).sample(&[], v);
+        }
+    }
+    if let Some(map) = c["decisions_total"].as_object() {
+        let mut fam = Family::new(
+            &mut out,
+            "numakit_daemon_decisions_total",
+            "counter",
+            "Decisions made, by reason (keeps included).",
+        );
+        for (reason, v) in map {
+            if let Some(v) = v.as_f64() {
+                fam.sample(&[("reason", reason)], v);
+            }
+        }
+    }
+    out
+}
+
 /// The family timing a scrape (appended after [`render`]).
 pub fn scrape_duration(d: std::time::Duration) -> String {
     let mut out = String::new();

@@ -165,15 +165,25 @@ pub struct MapRange {
     pub start: u64,
     /// End address (exclusive).
     pub end: u64,
+    /// Writable (`w` in the permissions).
+    pub writable: bool,
+    /// Shared (`s`; private mappings show `p`).
+    pub shared: bool,
 }
 
 /// Parses `/proc/PID/maps` ranges.
 pub fn parse_maps(text: &str) -> Vec<MapRange> {
     text.lines()
         .filter_map(|l| {
-            let (range, _) = l.split_once(' ')?;
+            let (range, rest) = l.split_once(' ')?;
+            let perms = rest.split(' ').next().unwrap_or("");
             let (a, b) = range.split_once('-')?;
-            Some(MapRange { start: u64::from_str_radix(a, 16).ok()?, end: u64::from_str_radix(b, 16).ok()? })
+            Some(MapRange {
+                start: u64::from_str_radix(a, 16).ok()?,
+                end: u64::from_str_radix(b, 16).ok()?,
+                writable: perms.as_bytes().get(1) == Some(&b'w'),
+                shared: perms.as_bytes().get(3) == Some(&b's'),
+            })
         })
         .collect()
 }

@@ -1,0 +1,407 @@
+//! The daemon's read layer: one scan of `/proc` and `/sys` (through a
+//! [`SysRoot`], so tests drive it with fake trees) into a [`Snapshot`].
+//!
+//! Cheap first, costly only for candidates: every process costs one read
+//! of `/proc/PID/stat` (CPU time, start time, resident pages); only those
+//! above the CPU and memory thresholds, or placed by numakit before, get
+//! their `status`, `cgroup`, threads' `stat` and `numa_maps` read. CPU use
+//! is the difference of CPU time between two scans, so a process seen for
+//! the first time counts as idle until the next scan.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::history::History;
+use super::settings::Settings;
+use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use crate::procs::{self, numa_maps, pidstat, ProcStat};
+use crate::sets::{CpuSet, NodeSet};
+use crate::stats::{self, meminfo};
+use crate::sys::{stat as cpustat, SysError, SysRoot};
+use crate::topo::Topology;
+
+/// What the collector needs of the machine: each node's CPUs the daemon
+/// may use (its CPUs minus the reserved ones).
+#[derive(Debug, Clone)]
+pub struct NodeCpus {
+    /// (node id, usable CPUs), by id.
+    pub nodes: Vec<(u32, CpuSet)>,
+}
+
+impl NodeCpus {
+    /// From a topology and the reserved CPUs.
+    pub fn new(topo: &Topology, reserved: &CpuSet) -> Self {
+        let mut nodes: Vec<(u32, CpuSet)> =
+            topo.nodes.iter().map(|n| (n.id, n.cpus.intersection(&topo.online_cpus).difference(reserved))).collect();
+        nodes.sort_by_key(|n| n.0);
+        Self { nodes }
+    }
+
+    /// The node of a CPU.
+    pub fn node_of(&self, cpu: u32) -> Option<u32> {
+        self.nodes.iter().find(|(_, c)| c.contains(cpu)).map(|(id, _)| *id)
+    }
+
+    /// The usable CPUs of a node set.
+    pub fn cpus_of(&self, nodes: &NodeSet) -> CpuSet {
+        self.nodes.iter().filter(|(id, _)| nodes.contains(*id)).fold(CpuSet::new(), |acc, (_, c)| acc.union(c))
+    }
+
+    /// Nodes a CPU set touches, and whether it covers each of them only in
+    /// part (a pinning finer than whole nodes).
+    pub fn nodes_of(&self, cpus: &CpuSet) -> (NodeSet, bool) {
+        let mut set = NodeSet::new();
+        let mut partial = false;
+        for (id, c) in &self.nodes {
+            if c.is_empty() {
+                continue;
+            }
+            let inter = c.intersection(cpus);
+            if !inter.is_empty() {
+                set.insert(*id);
+                partial |= inter.len() != c.len();
+            }
+        }
+        (set, partial)
+    }
+}
+
+/// Counts of one scan, for status and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCounts {
+    /// Processes looked at (one `stat` read each).
+    pub processes: usize,
+    /// Processes whose details (`numa_maps` ...) were read.
+    pub detailed: usize,
+    /// Processes that could not be read (permissions), skipped.
+    pub unreadable: usize,
+    /// Processes that exited while being read, skipped.
+    pub vanished: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    start_ticks: u64,
+    cpu_ticks: u64,
+}
+
+/// Keeps what is needed between scans to turn CPU times into rates.
+#[derive(Debug, Default)]
+pub struct Collector {
+    prev_at: Option<f64>,
+    prev_cpu: Option<cpustat::CpuSample>,
+    prev_procs: HashMap<i32, Seen>,
+    prev_threads: HashMap<i32, u64>,
+    last_idle: CpuSet,
+}
+
+/// Which cgroups numakit changed, so their original scope is reported
+/// instead of numakit's own narrowing: pid → nodes the cgroup allowed
+/// before.
+pub type ManagedCgroups = BTreeMap<i32, NodeSet>;
+
+impl Collector {
+    /// A collector with no previous scan.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// CPUs idle at least half of the last window (what `run --auto`
+    /// counts as idle).
+    pub fn last_idle(&self) -> &CpuSet {
+        &self.last_idle
+    }
+
+    /// One scan. `include` says whether a process may be managed (the
+    /// configured include lists and `ctl include`). `mono_s` is a monotonic clock (rates), `wall_s` the time
+    /// put in the snapshot (it survives restarts, as the history needs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan(
+        &mut self,
+        sys: &SysRoot,
+        node_cpus: &NodeCpus,
+        settings: &Settings,
+        include: &dyn Fn(i32, &str, &str, u32) -> bool,
+        history: &History,
+        managed: &ManagedCgroups,
+        mono_s: f64,
+        wall_s: f64,
+    ) -> Result<(Snapshot, ScanCounts), SysError> {
+        let clk = stats::clock_ticks_per_sec();
+        let page = stats::page_size();
+        let window = self.prev_at.map(|p| (mono_s - p).max(1e-3));
+        let uptime = read_uptime(sys)?;
+
+        // Nodes: idle CPUs over the window (since boot on the first scan),
+        // free memory now.
+        let cpu_now = cpustat::read_cpu_sample(sys)?;
+        let idle = cpustat::idle_share(self.prev_cpu.as_ref().unwrap_or(&BTreeMap::new()), &cpu_now);
+        let free: BTreeMap<u32, u64> =
+            meminfo::read_node_free(sys)?.into_iter().map(|m| (m.id, m.free_bytes().unwrap_or(0))).collect();
+        let nodes = node_cpus
+            .nodes
+            .iter()
+            .map(|(id, cpus)| NodeState {
+                id: *id,
+                free_cpus: cpus.iter().map(|c| idle.get(&c).copied().unwrap_or(0.0)).sum(),
+                free_bytes: free.get(id).copied().unwrap_or(0),
+            })
+            .collect();
+
+        let mut counts = ScanCounts::default();
+        let mut seen = HashMap::with_capacity(self.prev_procs.len());
+        let mut threads_seen = HashMap::new();
+        let mut procs_out = Vec::new();
+        for pid in pidstat::list_pids(sys)? {
+            let st = match pidstat::read_proc_stat(sys, pid) {
+                Ok(Some(s)) => s,
+                Ok(None) => {
+                    counts.vanished += 1;
+                    continue;
+                }
+                Err(e) if is_permission(&e) => {
+                    counts.unreadable += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
+                continue;
+            }
+            counts.processes += 1;
+            let prev = self.prev_procs.get(&pid).filter(|p| p.start_ticks == st.start_ticks);
+            let cpu_use = match (prev, window) {
+                (Some(p), Some(w)) => st.cpu_ticks.saturating_sub(p.cpu_ticks) as f64 / clk / w,
+                _ => 0.0,
+            };
+            seen.insert(pid, Seen { start_ticks: st.start_ticks, cpu_ticks: st.cpu_ticks });
+            let rss = st.rss_pages * page;
+            let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
+            let placed = history
+                .procs
+                .get(&pid)
+                .is_some_and(|r| r.placement.is_some() && (r.start_s - (wall_s - age_s)).abs() < 2.0);
+            let cfg = &settings.decide;
+            if !placed && (cpu_use < cfg.min_cpu || rss < cfg.min_rss_bytes) {
+                continue;
+            }
+            match self.details(sys, node_cpus, include, managed, &st, cpu_use, rss, age_s, window, &mut threads_seen) {
+                Ok(Some(p)) => {
+                    counts.detailed += 1;
+                    procs_out.push(p);
+                }
+                Ok(None) => {}
+                Err(e) if is_permission(&e) => counts.unreadable += 1,
+                Err(e) if is_gone(&e) => counts.vanished += 1,
+                Err(e) => return Err(e),
+            }
+        }
+        self.prev_at = Some(mono_s);
+        self.last_idle = idle.iter().filter(|(_, s)| **s >= 0.5).map(|(c, _)| *c).collect();
+        self.prev_cpu = Some(cpu_now);
+        self.prev_procs = seen;
+        self.prev_threads = threads_seen;
+        Ok((Snapshot { time_s: wall_s, nodes, procs: procs_out }, counts))
+    }
+
+    /// The costly reads for one candidate; `Ok(None)` when it exited or is
+    /// not included.
+    #[allow(clippy::too_many_arguments)]
+    fn details(
+        &self,
+        sys: &SysRoot,
+        node_cpus: &NodeCpus,
+        include: &dyn Fn(i32, &str, &str, u32) -> bool,
+        managed: &ManagedCgroups,
+        st: &ProcStat,
+        cpu_use: f64,
+        rss: u64,
+        age_s: f64,
+        window: Option<f64>,
+        threads_seen: &mut HashMap<i32, u64>,
+    ) -> Result<Option<ProcInfo>, SysError> {
+        let pid = st.pid;
+        let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
+        let cgroup = read_cgroup(sys, pid)?.unwrap_or_default();
+        if !include(pid, &st.comm, &cgroup, uid) {
+            return Ok(None);
+        }
+        let Some(status) = procs::read_status(sys, pid)? else { return Ok(None) };
+        let (affinity, partial) = node_cpus.nodes_of(&status.cpus_allowed);
+        let cpuset = match managed.get(&pid) {
+            Some(origin) => origin.clone(),
+            None => read_cpuset_nodes(sys, node_cpus, &cgroup)?,
+        };
+
+        // Threads: CPU time per node over the window, by each thread's
+        // last CPU.
+        let clk = stats::clock_ticks_per_sec();
+        let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut measured = 0.0;
+        for tid in procs::thread_ids(sys, pid)? {
+            let Some(text) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
+            let Some(t) = pidstat::parse_proc_stat(&text) else { continue };
+            threads_seen.insert(tid, t.cpu_ticks);
+            let Some(node) = t.processor.and_then(|c| node_cpus.node_of(c)) else { continue };
+            *weights.entry(node).or_default() += 1.0;
+            if let (Some(prev), Some(w)) = (self.prev_threads.get(&tid), window) {
+                let used = t.cpu_ticks.saturating_sub(*prev) as f64 / clk / w;
+                *cpu_per_node.entry(node).or_default() += used;
+                measured += used;
+            }
+        }
+        if measured <= 0.0 {
+            // No per-thread history yet: the process's CPU use spread over
+            // where its threads last ran.
+            let n: f64 = weights.values().sum();
+            cpu_per_node = weights.iter().map(|(k, w)| (*k, if n > 0.0 { cpu_use * w / n } else { 0.0 })).collect();
+        }
+
+        let Some(text) = procs::read_numa_maps_text(sys, pid)? else { return Ok(None) };
+        let (mem_per_node, mem_policy) = memory_of(&text);
+        let owner_pinned = partial || !matches!(mem_policy, MemPolicy::Default | MemPolicy::Local);
+        Ok(Some(ProcInfo {
+            pid,
+            comm: st.comm.clone(),
+            uid,
+            cgroup,
+            threads: st.num_threads.min(u64::from(u32::MAX)) as u32,
+            cpu_use,
+            rss_bytes: rss,
+            mem_per_node,
+            cpu_per_node,
+            affinity,
+            cpuset,
+            mem_policy,
+            owner_pinned,
+            age_s,
+            progress: Progress { cpu_rate: cpu_use, instr_rate: None },
+            mem_stall_share: None,
+        }))
+    }
+}
+
+fn is_permission(e: &SysError) -> bool {
+    matches!(e, SysError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied)
+}
+
+fn is_gone(e: &SysError) -> bool {
+    matches!(e, SysError::Io { source, .. } if source.raw_os_error() == Some(libc::ESRCH))
+}
+
+/// Seconds since boot (`/proc/uptime`).
+pub fn read_uptime(sys: &SysRoot) -> Result<f64, SysError> {
+    let text = sys.read("proc/uptime")?.ok_or_else(|| sys.invalid("proc/uptime", "missing"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| sys.invalid("proc/uptime", "not a number of seconds"))
+}
+
+/// The cgroup v2 path of a process (`0::/path` in `/proc/PID/cgroup`).
+pub fn read_cgroup(sys: &SysRoot, pid: i32) -> Result<Option<String>, SysError> {
+    Ok(sys
+        .read(format!("proc/{pid}/cgroup"))?
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("0::").map(|p| p.trim().to_string()))))
+}
+
+/// The cgroup directory of a cgroup v2 path, relative to the root.
+pub fn cgroup_dir(path: &str) -> String {
+    format!("sys/fs/cgroup{}", if path == "/" { "" } else { path })
+}
+
+/// Nodes a cgroup's cpuset allows, or empty when it does not restrict
+/// (no cpuset controller, or every usable CPU).
+fn read_cpuset_nodes(sys: &SysRoot, node_cpus: &NodeCpus, cgroup: &str) -> Result<NodeSet, SysError> {
+    if cgroup.is_empty() || cgroup == "/" {
+        return Ok(NodeSet::new());
+    }
+    let Some(cpus) = sys.read_list::<crate::sets::Cpu>(format!("{}/cpuset.cpus.effective", cgroup_dir(cgroup)))? else {
+        return Ok(NodeSet::new());
+    };
+    let all = node_cpus.nodes.iter().fold(CpuSet::new(), |a, (_, c)| a.union(c));
+    if all.is_subset(&cpus) {
+        return Ok(NodeSet::new());
+    }
+    Ok(node_cpus.nodes_of(&cpus).0)
+}
+
+/// Memory per node and the memory policy of a process from its
+/// `numa_maps`: the policy is the one over most of its own memory
+/// (anonymous, heap, stack, huge, shared memory).
+pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
+    let mut per_node: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut by_policy: BTreeMap<&str, u64> = BTreeMap::new();
+    for v in numa_maps::views(text) {
+        let own = match v.kind {
+            numa_maps::KindView::File(path) => {
+                ["/dev/shm/", "/memfd:", "/SYSV", "/dev/zero", "/anon_hugepage"].iter().any(|p| path.starts_with(p))
+            }
+            _ => true,
+        };
+        let mut bytes = 0;
+        for (node, b) in v.bytes_per_node() {
+            *per_node.entry(node).or_default() += b;
+            bytes += b;
+        }
+        if own {
+            *by_policy.entry(v.policy).or_default() += bytes.max(1);
+        }
+    }
+    let main = by_policy.iter().max_by_key(|(_, b)| **b).map_or("default", |(p, _)| *p);
+    (per_node, parse_policy(main))
+}
+
+/// A policy as `numa_maps` prints it (`default`, `local`, `bind:0-1`,
+/// `prefer:1`, `prefer (many):1-2`, `interleave:0-3`,
+/// `weighted interleave:0-1`; flags like `=static` after the mode).
+pub fn parse_policy(s: &str) -> MemPolicy {
+    let (mode, nodes) = s.split_once(':').unwrap_or((s, ""));
+    let mode = mode.split('=').next().unwrap_or(mode);
+    let set = NodeSet::parse_list(nodes.trim()).unwrap_or_default();
+    match mode {
+        "bind" => MemPolicy::Bind(set),
+        "prefer" | "prefer (many)" => MemPolicy::Preferred(set),
+        "interleave" | "weighted interleave" => MemPolicy::Interleave(set),
+        "local" => MemPolicy::Local,
+        _ => MemPolicy::Default,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_as_numa_maps_prints_them() {
+        assert_eq!(parse_policy("default"), MemPolicy::Default);
+        assert_eq!(parse_policy("local"), MemPolicy::Local);
+        assert_eq!(parse_policy("bind:0-1"), MemPolicy::Bind(NodeSet::parse_list("0-1").unwrap()));
+        assert_eq!(parse_policy("bind=static:2"), MemPolicy::Bind(NodeSet::parse_list("2").unwrap()));
+        assert_eq!(parse_policy("prefer (many):1,3"), MemPolicy::Preferred(NodeSet::parse_list("1,3").unwrap()));
+        assert_eq!(parse_policy("weighted interleave:0-3"), MemPolicy::Interleave(NodeSet::parse_list("0-3").unwrap()));
+    }
+
+    #[test]
+    fn memory_and_main_policy() {
+        let text = "00400000 default file=/usr/bin/x mapped=10 N0=10 kernelpagesize_kB=4\n\
+                    7f0000000000 bind:1 anon=100 dirty=100 N1=100 kernelpagesize_kB=4\n\
+                    7f1000000000 default anon=20 dirty=20 N0=5 N2=15 kernelpagesize_kB=4\n";
+        let (per, pol) = memory_of(text);
+        assert_eq!(per.get(&0), Some(&(15 * 4096)));
+        assert_eq!(per.get(&1), Some(&(100 * 4096)));
+        assert_eq!(per.get(&2), Some(&(15 * 4096)));
+        assert_eq!(pol, MemPolicy::Bind(NodeSet::parse_list("1").unwrap()));
+    }
+
+    #[test]
+    fn node_cover() {
+        let nc =
+            NodeCpus { nodes: vec![(0, CpuSet::parse_list("0-3").unwrap()), (1, CpuSet::parse_list("4-7").unwrap())] };
+        assert_eq!(nc.nodes_of(&CpuSet::parse_list("0-7").unwrap()), (NodeSet::parse_list("0-1").unwrap(), false));
+        assert_eq!(nc.nodes_of(&CpuSet::parse_list("4-7").unwrap()), (NodeSet::parse_list("1").unwrap(), false));
+        assert_eq!(nc.nodes_of(&CpuSet::parse_list("2-7").unwrap()), (NodeSet::parse_list("0-1").unwrap(), true));
+        assert_eq!(nc.node_of(5), Some(1));
+        assert_eq!(nc.cpus_of(&NodeSet::parse_list("1").unwrap()).to_list(), "4-7");
+    }
+}

@@ -1,0 +1,254 @@
+//! The control socket of `numakit ctl` and `numakit advise`: a Unix stream
+//! socket, one JSON request line in, one JSON response line out.
+//!
+//! Only root, or members of a configured group, may use it: the peer's
+//! credentials come from the kernel (`SO_PEERCRED`), its supplementary
+//! groups from `/proc/PID/status`; the socket file is mode 0660 and owned
+//! by that group. numad's control queue took anyone's message.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sys::SysRoot;
+
+/// A request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "kebab-case")]
+pub enum Request {
+    /// The daemon's state and counters.
+    Status,
+    /// Never touch a pid or command name (from now on; a process already
+    /// placed keeps its placement).
+    Exclude {
+        /// A pid or a command name.
+        target: String,
+    },
+    /// Manage a pid or command name again (undoes `exclude`; manages it
+    /// even if the configured include lists would not).
+    Include {
+        /// A pid or a command name.
+        target: String,
+    },
+    /// Drop a pid or command name from both lists and forget its history
+    /// (harm memory), so it is judged afresh.
+    Forget {
+        /// A pid or a command name.
+        target: String,
+    },
+    /// Re-read the configuration file.
+    Reload,
+    /// The last decisions (log lines).
+    Decisions {
+        /// How many.
+        last: usize,
+    },
+    /// Pre-placement advice from the daemon's current view.
+    Advise {
+        /// CPUs the job needs.
+        cpus: u32,
+        /// Memory the job needs, bytes.
+        mem_bytes: u64,
+        /// CPUs never to use (a CPU list, may be empty).
+        #[serde(default)]
+        reserve: String,
+    },
+}
+
+/// A response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// Whether the request was done.
+    pub ok: bool,
+    /// What went wrong, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The answer.
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+impl Response {
+    /// A success with data.
+    pub fn ok(data: serde_json::Value) -> Self {
+        Self { ok: true, error: None, data }
+    }
+    /// A failure.
+    pub fn err(msg: impl Into<String>) -> Self {
+        Self { ok: false, error: Some(msg.into()), data: serde_json::Value::Null }
+    }
+}
+
+/// The peer of a connection, as the kernel reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Process id.
+    pub pid: i32,
+    /// Effective uid.
+    pub uid: u32,
+    /// Effective gid.
+    pub gid: u32,
+}
+
+/// The peer credentials of a Unix socket (`SO_PEERCRED`).
+pub fn peer(stream: &UnixStream) -> std::io::Result<Peer> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a valid, writable ucred of `len` bytes and the
+    // descriptor belongs to `stream`, alive for the call.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Peer { pid: cred.pid, uid: cred.uid, gid: cred.gid })
+}
+
+/// Who may use the socket: root, and members of `group` when set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// The group's gid.
+    pub group: Option<u32>,
+}
+
+impl Access {
+    /// Whether `peer` may use the socket; its supplementary groups are read
+    /// from `/proc/PID/status` below `sys`.
+    pub fn allows(&self, sys: &SysRoot, peer: &Peer) -> bool {
+        if peer.uid == 0 {
+            return true;
+        }
+        let Some(g) = self.group else { return false };
+        if peer.gid == g {
+            return true;
+        }
+        supplementary_groups(sys, peer.pid).contains(&g)
+    }
+}
+
+/// The `Groups:` line of `/proc/PID/status`.
+pub fn supplementary_groups(sys: &SysRoot, pid: i32) -> Vec<u32> {
+    sys.read(format!("proc/{pid}/status"))
+        .ok()
+        .flatten()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Groups:"))
+                .map(|g| g.split_whitespace().filter_map(|x| x.parse().ok()).collect())
+        })
+        .unwrap_or_default()
+}
+
+/// The gid of a group given by name (from `etc/group` below `sys`) or
+/// number.
+pub fn group_id(sys: &SysRoot, group: &str) -> Option<u32> {
+    if let Ok(n) = group.parse() {
+        return Some(n);
+    }
+    let text = sys.read("etc/group").ok().flatten()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == group).then(|| f.nth(1).and_then(|g| g.parse().ok())).flatten()
+    })
+}
+
+/// Reads one request line from a connection.
+pub fn read_request(stream: &UnixStream) -> Result<Request, String> {
+    let mut line = String::new();
+    let mut r = BufReader::new(stream);
+    r.read_line(&mut line).map_err(|e| format!("reading the request: {e}"))?;
+    serde_json::from_str(line.trim()).map_err(|e| format!("bad request {:?}: {e}", line.trim()))
+}
+
+/// Writes one response line.
+pub fn write_response(mut stream: &UnixStream, resp: &Response) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(resp).unwrap_or_else(|_| "{\"ok\":false}".into());
+    text.push('\n');
+    stream.write_all(text.as_bytes())
+}
+
+/// Why a client request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No daemon listens there.
+    #[error("no numakit daemon at {0} ({1})")]
+    NoDaemon(String, std::io::Error),
+    /// The socket refused us or broke.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Sends one request and reads the response.
+pub fn request(socket: &Path, req: &Request, timeout: Duration) -> Result<Response, ClientError> {
+    let s = UnixStream::connect(socket).map_err(|e| ClientError::NoDaemon(socket.display().to_string(), e))?;
+    s.set_read_timeout(Some(timeout)).ok();
+    s.set_write_timeout(Some(timeout)).ok();
+    let mut text = serde_json::to_string(req).map_err(|e| ClientError::Io(e.to_string()))?;
+    text.push('\n');
+    (&s).write_all(text.as_bytes()).map_err(|e| ClientError::Io(format!("{}: {e}", socket.display())))?;
+    let mut line = String::new();
+    BufReader::new(&s)
+        .read_line(&mut line)
+        .map_err(|e| ClientError::Io(format!("{}: no answer: {e}", socket.display())))?;
+    if line.trim().is_empty() {
+        return Err(ClientError::Io(format!("{}: the daemon closed the connection", socket.display())));
+    }
+    serde_json::from_str(line.trim()).map_err(|e| ClientError::Io(format!("{}: bad answer: {e}", socket.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_as_json_lines() {
+        let r = Request::Exclude { target: "geant4".into() };
+        let t = serde_json::to_string(&r).unwrap();
+        assert_eq!(t, r#"{"cmd":"exclude","target":"geant4"}"#);
+        assert_eq!(serde_json::from_str::<Request>(&t).unwrap(), r);
+        let a: Request = serde_json::from_str(r#"{"cmd":"advise","cpus":4,"mem_bytes":1024}"#).unwrap();
+        assert_eq!(a, Request::Advise { cpus: 4, mem_bytes: 1024, reserve: String::new() });
+        assert!(serde_json::from_str::<Request>(r#"{"cmd":"shutdown"}"#).is_err());
+    }
+
+    #[test]
+    fn access_by_uid_gid_and_groups() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc/42")).unwrap();
+        std::fs::write(d.path().join("proc/42/status"), "Name:\tx\nGroups:\t10 27 1001 \n").unwrap();
+        std::fs::create_dir_all(d.path().join("etc")).unwrap();
+        std::fs::write(d.path().join("etc/group"), "root:x:0:\nnumakit:x:1001:alice\n").unwrap();
+        let sys = SysRoot::at(d.path());
+        assert_eq!(group_id(&sys, "numakit"), Some(1001));
+        assert_eq!(group_id(&sys, "77"), Some(77));
+        assert_eq!(group_id(&sys, "nope"), None);
+        let root_only = Access { group: None };
+        let grp = Access { group: Some(1001) };
+        let alice = Peer { pid: 42, uid: 1000, gid: 1000 };
+        assert!(root_only.allows(&sys, &Peer { pid: 1, uid: 0, gid: 0 }));
+        assert!(!root_only.allows(&sys, &alice));
+        assert!(grp.allows(&sys, &alice));
+        assert!(grp.allows(&sys, &Peer { pid: 7, uid: 1000, gid: 1001 }));
+        assert!(!grp.allows(&sys, &Peer { pid: 7, uid: 1000, gid: 1000 }));
+    }
+
+    #[test]
+    fn peer_credentials_of_a_socket_pair() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        let p = peer(&a).unwrap();
+        assert_eq!(p.pid, std::process::id() as i32);
+        // SAFETY: plain getters.
+        assert_eq!(p.uid, unsafe { libc::geteuid() });
+    }
+}

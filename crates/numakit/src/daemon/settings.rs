@@ -1,0 +1,248 @@
+//! The daemon's configuration file (TOML): where it keeps its state, log
+//! and control socket, how often it scans, which processes it may manage,
+//! which CPUs it keeps for the system, how it lives with kernel AutoNUMA,
+//! and the decision core's thresholds under `[decide]`
+//! ([`Config`](super::Config)).
+//!
+//! ```toml
+//! interval_min_s = 5          # numad -i MIN:MAX
+//! interval_max_s = 15
+//! reserved_cpus = "0"         # numad -R
+//! autonuma = "defer"          # or "disable"
+//! include_comms = []          # when non-empty, only these are managed
+//! ctl_group = "numakit"       # besides root, who may use `numakit ctl`
+//! [decide]
+//! min_rss_bytes = 300000000
+//! exclude_comms = ["geant4"]
+//! ```
+//!
+//! Every field may be left out; [`Settings::validate`] checks the values
+//! and names the bad one in a one-line error.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::Config;
+use crate::sets::CpuSet;
+
+/// How the daemon lives with the kernel's automatic NUMA balancing
+/// (`kernel.numa_balancing`). Two controllers must never move the same
+/// process: the kernel cannot be told to skip one process, so the daemon
+/// either steps back or turns the kernel's balancing off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AutonumaMode {
+    /// While the kernel balances (bit 0 of `numa_balancing`, or bit 1,
+    /// memory tiering, when the daemon may use CPU-less memory nodes), the
+    /// daemon decides and logs but changes nothing ("deferred"). Checked at
+    /// every scan.
+    #[default]
+    Defer,
+    /// Turn the kernel's balancing off at start (value recorded in the
+    /// state file) and put the original value back on exit, also after a
+    /// crash at the next start.
+    Disable,
+}
+
+/// The daemon's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Shortest time between scans, seconds (after a scan that changed
+    /// something). 5: numad's minimum.
+    pub interval_min_s: f64,
+    /// Longest time between scans, seconds (the interval doubles from
+    /// `interval_min_s` while nothing changes). 15: numad's default.
+    pub interval_max_s: f64,
+    /// Directory of the state file (history, control lists, originals) and
+    /// `status.json`.
+    pub state_dir: PathBuf,
+    /// Decision log, one JSON object per line.
+    pub log: PathBuf,
+    /// Control socket of `numakit ctl` and `numakit advise`.
+    pub socket: PathBuf,
+    /// Group (name or number) whose members may use the control socket
+    /// besides root. Empty: root only.
+    pub ctl_group: String,
+    /// CPUs never given to managed processes (numad's `-R`), a CPU list.
+    pub reserved_cpus: String,
+    /// Kernel AutoNUMA coexistence.
+    pub autonuma: AutonumaMode,
+    /// When non-empty, only these pids are managed.
+    pub include_pids: Vec<i32>,
+    /// When non-empty, only these command names are managed.
+    pub include_comms: Vec<String>,
+    /// When non-empty, only processes in cgroups under these paths.
+    pub include_cgroups: Vec<String>,
+    /// When non-empty, only processes of these uids.
+    pub include_uids: Vec<u32>,
+    /// A `numakit bench latency --json` result: measured access-time
+    /// ratios used instead of the firmware distances. Empty: none.
+    pub bench_latency: PathBuf,
+    /// The decision core's thresholds and exclusion lists.
+    pub decide: Config,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            interval_min_s: 5.0,
+            interval_max_s: 15.0,
+            state_dir: PathBuf::from("/var/lib/numakit"),
+            log: PathBuf::from("/var/log/numakit/decisions.jsonl"),
+            socket: PathBuf::from("/run/numakit/daemon.sock"),
+            ctl_group: String::new(),
+            reserved_cpus: String::new(),
+            autonuma: AutonumaMode::Defer,
+            include_pids: Vec::new(),
+            include_comms: Vec::new(),
+            include_cgroups: Vec::new(),
+            include_uids: Vec::new(),
+            bench_latency: PathBuf::new(),
+            decide: Config::default(),
+        }
+    }
+}
+
+/// A bad settings file or value, in one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingsError(pub String);
+
+impl Settings {
+    /// Parses TOML and validates it; `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, SettingsError> {
+        let s: Settings = toml::from_str(text).map_err(|e| {
+            SettingsError(format!("{origin}: {}", e.message().lines().next().unwrap_or("invalid TOML")))
+        })?;
+        s.validate().map_err(|e| SettingsError(format!("{origin}: {}", e.0)))?;
+        Ok(s)
+    }
+
+    /// The reserved CPUs as a set.
+    pub fn reserved(&self) -> Result<CpuSet, SettingsError> {
+        if self.reserved_cpus.trim().is_empty() {
+            return Ok(CpuSet::new());
+        }
+        CpuSet::parse_list(self.reserved_cpus.trim())
+            .map_err(|e| SettingsError(format!("reserved_cpus {:?}: {e}", self.reserved_cpus)))
+    }
+
+    /// Checks every value; the error names the field and the value.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let bad =
+            |field: &str, v: &dyn std::fmt::Display, why: &str| Err(SettingsError(format!("{field} = {v}: {why}")));
+        let min = self.interval_min_s;
+        let max = self.interval_max_s;
+        if !(min.is_finite() && min >= 0.1) {
+            return bad("interval_min_s", &min, "must be at least 0.1 s");
+        }
+        if !(max.is_finite() && max >= min) {
+            return bad("interval_max_s", &max, "must be at least interval_min_s");
+        }
+        self.reserved()?;
+        let d = &self.decide;
+        let fractions = [
+            ("decide.min_cpu", d.min_cpu, 0.0, 4096.0),
+            ("decide.default_stall_share", d.default_stall_share, 0.0, 1.0),
+            ("decide.harm_threshold", d.harm_threshold, 0.0, 1.0),
+            ("decide.min_gain", d.min_gain, 0.0, 10.0),
+            ("decide.ratio_at", d.ratio_at, 1.0, 100.0),
+            ("decide.stickiness", d.stickiness, 1.0, 100.0),
+            ("decide.min_benefit_over_cost", d.min_benefit_over_cost, 0.0, 1e6),
+        ];
+        for (name, v, lo, hi) in fractions {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return bad(name, &v, &format!("must be between {lo} and {hi}"));
+            }
+        }
+        let times = [
+            ("decide.min_age_s", d.min_age_s),
+            ("decide.cooldown_s", d.cooldown_s),
+            ("decide.settle_s", d.settle_s),
+            ("decide.max_horizon_s", d.max_horizon_s),
+            ("decide.leave_alone_s", d.leave_alone_s),
+            ("decide.comm_leave_alone_s", d.comm_leave_alone_s),
+            ("decide.migrate_cost_s_per_gib", d.migrate_cost_s_per_gib),
+            ("decide.interval_s", d.interval_s),
+        ];
+        for (name, v) in times {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(name, &v, "must be a number of seconds, 0 or more");
+            }
+        }
+        if d.page_bytes == 0 || !d.page_bytes.is_power_of_two() {
+            return bad("decide.page_bytes", &d.page_bytes, "must be a power of two");
+        }
+        if d.slit_at <= 10 {
+            return bad("decide.slit_at", &d.slit_at, "must be above the local distance 10");
+        }
+        Ok(())
+    }
+
+    /// Whether a process passes the include lists (every non-empty list
+    /// must match).
+    pub fn included(&self, pid: i32, comm: &str, cgroup: &str, uid: u32) -> bool {
+        (self.include_pids.is_empty() || self.include_pids.contains(&pid))
+            && (self.include_comms.is_empty() || self.include_comms.iter().any(|c| c == comm))
+            && (self.include_cgroups.is_empty() || self.include_cgroups.iter().any(|c| cgroup_under(cgroup, c)))
+            && (self.include_uids.is_empty() || self.include_uids.contains(&uid))
+    }
+}
+
+/// Whether cgroup path `path` is `prefix` or below it.
+pub fn cgroup_under(path: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim_end_matches('/');
+    prefix.is_empty() || path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_sections() {
+        let s = Settings::from_toml("", "f").unwrap();
+        assert_eq!(s, Settings::default());
+        let s = Settings::from_toml(
+            "interval_min_s = 2\ninterval_max_s = 8\nreserved_cpus = \"0-1\"\nautonuma = \"disable\"\n\
+             [decide]\nmin_rss_bytes = 1000\nexclude_comms = [\"g4\"]\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(s.interval_max_s, 8.0);
+        assert_eq!(s.reserved().unwrap().to_list(), "0-1");
+        assert_eq!(s.autonuma, AutonumaMode::Disable);
+        assert_eq!(s.decide.min_rss_bytes, 1000);
+        assert_eq!(s.decide.exclude_comms, vec!["g4".to_string()]);
+        assert_eq!(s.decide.min_cpu, Config::default().min_cpu);
+    }
+
+    #[test]
+    fn errors_name_the_field_and_value() {
+        let e = |t: &str| Settings::from_toml(t, "/etc/numakit.toml").unwrap_err().0;
+        assert_eq!(e("interval_min_s = 0"), "/etc/numakit.toml: interval_min_s = 0: must be at least 0.1 s");
+        assert!(e("interval_min_s = 10\ninterval_max_s = 5").contains("interval_max_s = 5"));
+        assert!(e("reserved_cpus = \"x\"").contains("reserved_cpus \"x\""));
+        assert!(e("autonuma = \"maybe\"").contains("maybe"), "{}", e("autonuma = \"maybe\""));
+        assert!(e("intervl = 3").contains("intervl"));
+        assert!(e("[decide]\nharm_threshold = 2").contains("decide.harm_threshold = 2"));
+        assert!(e("[decide]\npage_bytes = 3000").contains("decide.page_bytes = 3000"));
+        for t in ["interval_min_s = 0", "[decide]\nmin_cpu = -1", "[decide]\ncooldown_s = -5"] {
+            assert!(!e(t).contains('\n'), "{t}");
+        }
+    }
+
+    #[test]
+    fn include_lists() {
+        let mut s = Settings::default();
+        assert!(s.included(5, "x", "/a", 0));
+        s.include_comms = vec!["reco".into()];
+        s.include_cgroups = vec!["/batch/".into()];
+        assert!(s.included(5, "reco", "/batch/job1", 0));
+        assert!(!s.included(5, "reco", "/batchx/job1", 0));
+        assert!(!s.included(5, "sim", "/batch/job1", 0));
+        assert!(cgroup_under("/a/b", "/a") && cgroup_under("/a", "/a") && !cgroup_under("/ab", "/a"));
+    }
+}
