@@ -42,6 +42,12 @@ pub enum Command {
     Bench(crate::cmd::bench::BenchArgs),
     /// Run a workload under several configurations and compare, with statistics.
     Compare(crate::cmd::compare::CompareArgs),
+    /// Automatic placement: move processes and memory where they run best, and do no harm.
+    Daemon(crate::cmd::daemon::DaemonArgs),
+    /// Talk to a running daemon: status, exclude, include, forget, reload, decisions.
+    Ctl(crate::cmd::ctl::CtlArgs),
+    /// Where a job of N CPUs and SIZE memory should run now (from the daemon's view if it runs).
+    Advise(crate::cmd::advise::AdviseArgs),
     /// Simulate placement policies (numakit, numad, AutoNUMA, ...) on NUMA farms.
     Simulate(crate::cmd::simulate::SimulateArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).

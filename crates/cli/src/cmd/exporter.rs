@@ -34,6 +34,21 @@ pub struct ExporterArgs {
     /// Export memory per node and locality of the N processes with the most resident memory.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
+    /// The daemon's status file: its families (scans, moves, pages, reverts, decisions) are exported while it exists.
+    #[arg(long, value_name = "FILE", default_value = "/var/lib/numakit/status.json")]
+    pub daemon_status: std::path::PathBuf,
+}
+
+/// The daemon's families, if its status file is there and readable.
+fn daemon_families(path: &std::path::Path) -> String {
+    let Ok(text) = std::fs::read_to_string(path) else { return String::new() };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return String::new() };
+    let age = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .map_or(0.0, |d| d.as_secs_f64());
+    prometheus::daemon(&v, age)
 }
 
 fn header(name: &str, value: &str) -> Option<Header> {
@@ -60,6 +75,7 @@ pub fn run(sys: &SysRoot, args: &ExporterArgs) -> anyhow::Result<u8> {
                 match MetricsSample::read(sys, &topo, args.top) {
                     Ok(sample) => {
                         let mut body = prometheus::render(&sample);
+                        body.push_str(&daemon_families(&args.daemon_status));
                         body.push_str(&prometheus::scrape_duration(start.elapsed()));
                         let mut r = Response::from_string(body);
                         if let Some(h) = header("Content-Type", prometheus::CONTENT_TYPE) {

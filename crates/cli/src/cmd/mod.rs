@@ -1,8 +1,11 @@
 //! One module per subcommand; each turns parsed arguments into library
 //! calls and prints the result.
 
+pub mod advise;
 pub mod bench;
 pub mod compare;
+pub mod ctl;
+pub mod daemon;
 pub mod exporter;
 mod migrate;
 pub mod numactl;
@@ -41,6 +44,9 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Tune(args) => tune::run(&sys, &args),
         Command::Bench(args) => bench::run(&sys, &args),
         Command::Compare(args) => compare::run(&sys, &args),
+        Command::Daemon(args) => daemon::run(&sys, &args),
+        Command::Ctl(args) => ctl::run(&args),
+        Command::Advise(args) => advise::run(&sys, &args),
         Command::Simulate(args) => simulate::run(&sys, &args),
         Command::Numactl { args } => numactl::run(&sys, &args),
     }

@@ -6,10 +6,10 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 
 use clap::ArgMatches;
-use numakit::place::auto::{self, AutoRequest, NodeLoad, EX_TEMPFAIL};
+use numakit::place::auto::{AutoRequest, EX_TEMPFAIL};
 use numakit::place::{Context, OptKind, Plan, PolicyOpt, Request};
-use numakit::sets::{numactl::SetSpec, CpuSet};
-use numakit::sys::{stat, SysRoot};
+
+use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
 use super::topo::read_error;
@@ -132,31 +132,12 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs) -> anyhow::Result<u8
         Some(s) => parse_size(s)?,
         None => 0,
     };
-    let reserve = match &args.reserve {
-        Some(r) => SetSpec::<numakit::sets::Cpu>::parse(r)
-            .map_err(|e| Failure::usage(format!("--reserve: {e}")))?
-            .resolve(&topo.online_cpus, None)
-            .map_err(|e| Failure::usage(format!("--reserve {r}: {e}")))?,
-        None => CpuSet::new(),
-    };
+    let reserve = super::advise::parse_reserve(topo, args.reserve.as_ref())?;
     let req = AutoRequest { cpus: args.cpus.unwrap_or(1), mem_bytes, reserve };
-    // Idle CPUs: /proc/stat sampled over 200 ms; a CPU idle at least half
-    // of that time counts as idle.
-    let read = |s: &SysRoot| stat::read_cpu_sample(s).map_err(|e| Failure::system(e.to_string()));
-    let before = read(sys)?;
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let after = read(sys)?;
-    let idle = stat::idle_cpus(&before, &after, 0.5);
-    let loads: Vec<NodeLoad> = topo
-        .nodes
-        .iter()
-        .map(|n| NodeLoad {
-            node: n.id,
-            idle_cpus: n.cpus.intersection(&idle),
-            free_bytes: n.memory.and_then(|m| m.free_bytes).unwrap_or(0),
-        })
-        .collect();
-    let d = match auto::decide(topo, &loads, &req) {
+    // The nodes' idle CPUs and free memory: the running daemon's view when
+    // it answers, else sampled now (see `numakit advise`).
+    let (decision, _source) = super::advise::advise(sys, topo, req, None, false)?;
+    let d = match decision {
         Ok(d) => d,
         Err(refusal) => {
             eprintln!("numakit: cannot place the job now: {refusal}");
