@@ -76,12 +76,44 @@ pub struct ScanCounts {
     pub unreadable: usize,
     /// Processes that exited while being read, skipped.
     pub vanished: usize,
+    /// `numa_maps` files read (the others came from the cache).
+    pub numa_maps_read: usize,
+}
+
+/// A process's memory per node from its last `numa_maps` read.
+#[derive(Debug, Clone)]
+struct MapsEntry {
+    start_ticks: u64,
+    rss: u64,
+    main_node: Option<u32>,
+    at: f64,
+    mem: BTreeMap<u32, u64>,
+    policy: MemPolicy,
+}
+
+/// How long a process's memory per node read from `numa_maps` is used
+/// again while its resident size stays within 5% and its threads stay on
+/// the same node: pages change node only by allocation (the resident size
+/// moves), migration (numakit's own are re-read while they settle; the
+/// kernel's AutoNUMA and numakit never act together) or reclaim.
+pub const NUMA_MAPS_MAX_AGE_S: f64 = 60.0;
+
+/// Per-process numbers of the cheap first pass, for [`Collector::details`].
+#[derive(Debug, Clone, Copy)]
+struct Ctx {
+    cpu_use: f64,
+    rss: u64,
+    age_s: f64,
+    window: Option<f64>,
+    mono_s: f64,
+    settling: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Seen {
+    /// CPU time so far, seconds.
+    cpu_s: f64,
     start_ticks: u64,
-    cpu_ticks: u64,
 }
 
 /// Keeps what is needed between scans to turn CPU times into rates.
@@ -92,6 +124,7 @@ pub struct Collector {
     prev_procs: HashMap<i32, Seen>,
     prev_threads: HashMap<i32, u64>,
     last_idle: CpuSet,
+    maps: HashMap<i32, MapsEntry>,
 }
 
 /// Which cgroups numakit changed, so their original scope is reported
@@ -151,7 +184,12 @@ impl Collector {
         let mut seen = HashMap::with_capacity(self.prev_procs.len());
         let mut threads_seen = HashMap::new();
         let mut procs_out = Vec::new();
+        let mut maps_next = HashMap::new();
+        let cfg = &settings.decide;
         for pid in pidstat::list_pids(sys)? {
+            // One `stat` per process: CPU time (all threads), start time,
+            // resident pages. (`schedstat` is cheaper for the kernel to print
+            // but counts the main thread only.)
             let st = match pidstat::read_proc_stat(sys, pid) {
                 Ok(Some(s)) => s,
                 Ok(None) => {
@@ -164,29 +202,32 @@ impl Collector {
                 }
                 Err(e) => return Err(e),
             };
+            let cpu_s = st.cpu_ticks as f64 / clk;
+            counts.processes += 1;
+            // Another start time than last scan: the pid was reused.
+            let cpu_use = match (self.prev_procs.get(&pid), window) {
+                (Some(p), Some(w)) if p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s => (cpu_s - p.cpu_s) / w,
+                _ => 0.0,
+            };
+            seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks });
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
             }
-            counts.processes += 1;
-            let prev = self.prev_procs.get(&pid).filter(|p| p.start_ticks == st.start_ticks);
-            let cpu_use = match (prev, window) {
-                (Some(p), Some(w)) => st.cpu_ticks.saturating_sub(p.cpu_ticks) as f64 / clk / w,
-                _ => 0.0,
-            };
-            seen.insert(pid, Seen { start_ticks: st.start_ticks, cpu_ticks: st.cpu_ticks });
             let rss = st.rss_pages * page;
             let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
-            let placed = history
-                .procs
-                .get(&pid)
-                .is_some_and(|r| r.placement.is_some() && (r.start_s - (wall_s - age_s)).abs() < 2.0);
-            let cfg = &settings.decide;
+            let rec = history.procs.get(&pid).filter(|r| (r.start_s - (wall_s - age_s)).abs() < 2.0);
+            let placed = rec.is_some_and(|r| r.placement.is_some());
+            // A move still settling is read afresh every scan.
+            let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());
             if !placed && (cpu_use < cfg.min_cpu || rss < cfg.min_rss_bytes) {
                 continue;
             }
-            match self.details(sys, node_cpus, include, managed, &st, cpu_use, rss, age_s, window, &mut threads_seen) {
-                Ok(Some(p)) => {
+            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling };
+            match self.details(sys, node_cpus, include, managed, &st, &ctx, &mut threads_seen) {
+                Ok(Some((p, entry, fresh))) => {
                     counts.detailed += 1;
+                    counts.numa_maps_read += usize::from(fresh);
+                    maps_next.insert(pid, entry);
                     procs_out.push(p);
                 }
                 Ok(None) => {}
@@ -198,13 +239,18 @@ impl Collector {
         self.prev_at = Some(mono_s);
         self.last_idle = idle.iter().filter(|(_, s)| **s >= 0.5).map(|(c, _)| *c).collect();
         self.prev_cpu = Some(cpu_now);
-        self.prev_procs = seen;
         self.prev_threads = threads_seen;
+        // Keep the entries of processes still alive that were not
+        // candidates this time (CPU use near the threshold comes and goes).
+        self.maps.retain(|pid, e| seen.get(pid).is_some_and(|s| s.start_ticks == e.start_ticks));
+        self.maps.extend(maps_next);
+        self.prev_procs = seen;
         Ok((Snapshot { time_s: wall_s, nodes, procs: procs_out }, counts))
     }
 
     /// The costly reads for one candidate; `Ok(None)` when it exited or is
-    /// not included.
+    /// not included. Also returns its `numa_maps` cache entry and whether
+    /// `numa_maps` was read (else the cached memory per node was used).
     #[allow(clippy::too_many_arguments)]
     fn details(
         &self,
@@ -213,12 +259,10 @@ impl Collector {
         include: &dyn Fn(i32, &str, &str, u32) -> bool,
         managed: &ManagedCgroups,
         st: &ProcStat,
-        cpu_use: f64,
-        rss: u64,
-        age_s: f64,
-        window: Option<f64>,
+        ctx: &Ctx,
         threads_seen: &mut HashMap<i32, u64>,
-    ) -> Result<Option<ProcInfo>, SysError> {
+    ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
+        let Ctx { cpu_use, rss, age_s, window, mono_s, settling } = *ctx;
         let pid = st.pid;
         let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
         let cgroup = read_cgroup(sys, pid)?.unwrap_or_default();
@@ -257,27 +301,46 @@ impl Collector {
             cpu_per_node = weights.iter().map(|(k, w)| (*k, if n > 0.0 { cpu_use * w / n } else { 0.0 })).collect();
         }
 
-        let Some(text) = procs::read_numa_maps_text(sys, pid)? else { return Ok(None) };
-        let (mem_per_node, mem_policy) = memory_of(&text);
+        let main_node = cpu_per_node.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(n, _)| *n);
+        let cached = self.maps.get(&pid).filter(|e| {
+            !settling
+                && e.start_ticks == st.start_ticks
+                && e.main_node == main_node
+                && mono_s - e.at < NUMA_MAPS_MAX_AGE_S
+                && (e.rss as f64 - rss as f64).abs() <= 0.05 * e.rss.max(1) as f64
+        });
+        let (entry, fresh) = match cached {
+            Some(e) => (e.clone(), false),
+            None => {
+                let Some(text) = procs::read_numa_maps_text(sys, pid)? else { return Ok(None) };
+                let (mem, policy) = memory_of(&text);
+                (MapsEntry { start_ticks: st.start_ticks, rss, main_node, at: mono_s, mem, policy }, true)
+            }
+        };
+        let (mem_per_node, mem_policy) = (entry.mem.clone(), entry.policy.clone());
         let owner_pinned = partial || !matches!(mem_policy, MemPolicy::Default | MemPolicy::Local);
-        Ok(Some(ProcInfo {
-            pid,
-            comm: st.comm.clone(),
-            uid,
-            cgroup,
-            threads: st.num_threads.min(u64::from(u32::MAX)) as u32,
-            cpu_use,
-            rss_bytes: rss,
-            mem_per_node,
-            cpu_per_node,
-            affinity,
-            cpuset,
-            mem_policy,
-            owner_pinned,
-            age_s,
-            progress: Progress { cpu_rate: cpu_use, instr_rate: None },
-            mem_stall_share: None,
-        }))
+        Ok(Some((
+            ProcInfo {
+                pid,
+                comm: st.comm.clone(),
+                uid,
+                cgroup,
+                threads: st.num_threads.min(u64::from(u32::MAX)) as u32,
+                cpu_use,
+                rss_bytes: rss,
+                mem_per_node,
+                cpu_per_node,
+                affinity,
+                cpuset,
+                mem_policy,
+                owner_pinned,
+                age_s,
+                progress: Progress { cpu_rate: cpu_use, instr_rate: None },
+                mem_stall_share: None,
+            },
+            entry,
+            fresh,
+        )))
     }
 }
 

@@ -75,4 +75,6 @@ pub use machine::{Machine, MachineError, MachineNode};
 pub use snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
 
 #[cfg(test)]
+mod runtime_tests;
+#[cfg(test)]
 mod tests;

@@ -51,6 +51,9 @@ pub struct Counters {
     pub candidates: usize,
     /// Processes skipped as unreadable in the last scan.
     pub unreadable: usize,
+    /// `numa_maps` files read in the last scan (the other candidates' came
+    /// from the cache).
+    pub numa_maps_read: usize,
     /// Binds applied.
     pub binds_total: u64,
     /// Migrations applied.
@@ -67,6 +70,10 @@ pub struct Counters {
     pub repairs_total: u64,
     /// Decisions per reason (keeps included).
     pub decisions_total: BTreeMap<String, u64>,
+    /// CPU milliseconds of each of the last 100 scans, oldest first.
+    pub recent_scan_cpu_ms: VecDeque<f64>,
+    /// Peak resident memory of the daemon (`VmHWM`), bytes.
+    pub peak_rss_bytes: u64,
 }
 
 /// What one scan did.
@@ -432,10 +439,16 @@ impl Service {
         c.processes = counts.processes;
         c.candidates = counts.detailed;
         c.unreadable = counts.unreadable;
+        c.numa_maps_read = counts.numa_maps_read;
         c.last_scan_cpu_seconds = thread_cpu_seconds() - cpu0;
         c.last_scan_wall_seconds = t0.elapsed().as_secs_f64();
         c.scan_cpu_seconds_total += c.last_scan_cpu_seconds;
         c.scan_wall_seconds_total += c.last_scan_wall_seconds;
+        c.recent_scan_cpu_ms.push_back(c.last_scan_cpu_seconds * 1e3);
+        while c.recent_scan_cpu_ms.len() > 100 {
+            c.recent_scan_cpu_ms.pop_front();
+        }
+        c.peak_rss_bytes = peak_rss(&self.sys);
         self.last = Some(snap);
         self.write_status();
         Ok(report)
@@ -781,6 +794,19 @@ fn locality_of(p: &super::ProcInfo) -> Option<f64> {
     }
     let local: u64 = p.mem_per_node.iter().filter(|(n, _)| run.contains(**n)).map(|(_, b)| *b).sum();
     Some(local as f64 / total as f64)
+}
+
+/// `VmHWM` of the daemon itself (0 when unknown).
+fn peak_rss(sys: &SysRoot) -> u64 {
+    sys.read(format!("proc/{}/status", std::process::id()))
+        .ok()
+        .flatten()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 fn state_path(s: &Settings) -> PathBuf {

@@ -235,6 +235,13 @@ mod tests {
     }
 
     #[test]
+    fn the_contrib_example_is_valid() {
+        let s = Settings::from_toml(include_str!("../../../../contrib/numakit-daemon.toml"), "example").unwrap();
+        assert_eq!(s.decide.exclude_cgroups, vec!["/system.slice".to_string()]);
+        assert_eq!(s.decide.min_rss_bytes, Config::default().min_rss_bytes);
+    }
+
+    #[test]
     fn include_lists() {
         let mut s = Settings::default();
         assert!(s.included(5, "x", "/a", 0));

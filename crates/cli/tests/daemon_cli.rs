@@ -1,0 +1,183 @@
+//! `numakit daemon`, `ctl` and `advise` on this machine: usage errors are
+//! one line with exit 2, a missing daemon is one line with exit 1, the
+//! control socket answers root and refuses other users by their kernel
+//! credentials (`SO_PEERCRED`), the group set in `ctl_group` is let in,
+//! `--scans` stops the daemon cleanly and `advise` answers from the
+//! daemon's view or from a fresh sample. The multi-node behaviour is in
+//! `vm_daemon.rs`.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const NK: &str = env!("CARGO_BIN_EXE_numakit");
+
+fn nk(args: &[&str]) -> Output {
+    Command::new(NK).args(args).output().expect("run numakit")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let p = dir.join("c.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "interval_min_s = 0.5\ninterval_max_s = 1\nstate_dir = {:?}\nlog = {:?}\nsocket = {:?}\n{extra}",
+            dir.join("state").display().to_string(),
+            dir.join("log.jsonl").display().to_string(),
+            dir.join("d.sock").display().to_string()
+        ),
+    )
+    .expect("config");
+    p
+}
+
+fn start(cfg: &Path, dir: &Path) -> Child {
+    let child = Command::new(NK).args(["daemon", "--config"]).arg(cfg).stderr(Stdio::null()).spawn().expect("daemon");
+    let t = Instant::now();
+    while !dir.join("d.sock").exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "daemon socket did not appear");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+fn stop(mut child: Child) {
+    // SAFETY: plain kill(2) of our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        assert!(t.elapsed() < Duration::from_secs(20), "daemon did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn one_line_error(o: &Output, code: i32, needle: &str) {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+}
+
+#[test]
+fn usage_errors_name_the_bad_value() {
+    let d = tempfile::tempdir().expect("tmp");
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "interval_min_s = 0\n").expect("write");
+    one_line_error(&nk(&["daemon", "--config", bad.to_str().expect("utf8")]), 2, "interval_min_s = 0");
+    std::fs::write(&bad, "[decide]\nharm_treshold = 0.1\n").expect("write");
+    one_line_error(&nk(&["daemon", "--config", bad.to_str().expect("utf8")]), 2, "harm_treshold");
+    one_line_error(&nk(&["daemon", "--config", "/nonexistent.toml"]), 2, "/nonexistent.toml");
+    let cfg = config(d.path(), "");
+    one_line_error(&nk(&["daemon", "--config", cfg.to_str().expect("utf8"), "-i", "x:y"]), 2, "--interval x:y");
+    one_line_error(&nk(&["advise", "--cpus", "0"]), 2, "--cpus 0");
+    one_line_error(&nk(&["advise", "--cpus", "1", "--mem", "lots"]), 2, "lots");
+    one_line_error(
+        &nk(&["ctl", "--socket", "/nonexistent.sock", "status"]),
+        1,
+        "no numakit daemon at /nonexistent.sock",
+    );
+}
+
+#[test]
+fn control_socket_answers_root_and_refuses_others() {
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "");
+    let child = start(&cfg, d.path());
+    let sock = d.path().join("d.sock");
+    let s = sock.to_str().expect("utf8");
+    // A second daemon on the same socket is refused.
+    one_line_error(&nk(&["daemon", "--config", cfg.to_str().expect("utf8")]), 1, "another numakit daemon is running");
+
+    let o = nk(&["ctl", "--socket", s, "exclude", "geant4"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "excluded command \"geant4\"");
+    let o = nk(&["ctl", "--config", cfg.to_str().expect("utf8"), "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
+    assert_eq!(v["excluded"]["comms"], serde_json::json!(["geant4"]));
+    one_line_error(&nk(&["ctl", "--socket", s, "exclude", "-5"]), 1, "invalid pid -5");
+
+    // Another user: the file mode keeps them out; with the mode opened, the
+    // daemon refuses them by SO_PEERCRED.
+    let mode = std::fs::metadata(&sock).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+    assert_eq!(mode.ok(), Some(0o660));
+    if unsafe { libc::geteuid() } == 0 && Path::new("/usr/bin/setpriv").exists() {
+        std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o666)).expect("chmod");
+        let o = Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", NK, "ctl", "--socket", s, "status"])
+            .output()
+            .expect("setpriv");
+        one_line_error(&o, 1, "permission denied: uid 65534 is not root");
+    } else {
+        common::skip_or_fail("the refusal of other users needs root and setpriv");
+    }
+    // Decisions are JSON lines.
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = nk(&["ctl", "--socket", s, "decisions", "-n", "5"]);
+    for l in text(&o.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).expect("decision line");
+        assert!(v["outcome"].is_string() && v["action"].is_string(), "{l}");
+    }
+    // advise from the daemon's view.
+    let o = nk(&["advise", "--cpus", "1", "--mem", "1M", "--socket", s, "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("advice");
+    assert!(v["source"].as_str().is_some_and(|x| x.starts_with("daemon")), "{v}");
+    assert!(v["nodes"].is_string() && v["numactl"].is_array());
+    stop(child);
+    assert!(!sock.exists(), "socket removed on exit");
+    // The exclusion survived in the state file.
+    let st = std::fs::read_to_string(d.path().join("state/state.json")).expect("state");
+    assert!(st.contains("geant4"));
+}
+
+#[test]
+fn ctl_group_members_are_let_in() {
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        common::skip_or_fail("group access needs root and setpriv");
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "ctl_group = \"4242\"\n");
+    let child = start(&cfg, d.path());
+    let sock = d.path().join("d.sock");
+    std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o666)).expect("chmod");
+    let s = sock.to_str().expect("utf8");
+    let as_user = |groups: &str| {
+        Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", &format!("--groups={groups}"), NK, "ctl", "--socket", s, "status"])
+            .output()
+            .expect("setpriv")
+    };
+    let o = as_user("4242");
+    assert!(o.status.success(), "a member of the group: {}", text(&o.stderr));
+    one_line_error(&as_user("4243"), 1, "not in group 4242");
+    stop(child);
+}
+
+#[test]
+fn scans_limit_and_advise_without_daemon() {
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "");
+    let o =
+        Command::new(NK).args(["daemon", "--dry-run", "--scans", "2", "--config"]).arg(&cfg).output().expect("daemon");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("stopped after 2 scans"));
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("state/status.json")).expect("status"))
+            .expect("json");
+    assert_eq!(st["counters"]["scans"], 2);
+    assert_eq!(st["dry_run"], true);
+    let o = nk(&["advise", "--cpus", "1", "--no-daemon", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("advice");
+    assert_eq!(v["source"], "sampled now");
+    // More CPUs than the machine has: refused with run --auto's exit code.
+    let o = nk(&["advise", "--cpus", "100000", "--no-daemon"]);
+    assert_eq!(o.status.code(), Some(75), "{}", text(&o.stderr));
+}

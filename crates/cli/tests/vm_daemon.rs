@@ -1,0 +1,344 @@
+//! `numakit daemon` in a real 4-node kernel (QEMU test bed, topology
+//! `4n-rr`: CPU i on node i % 4, 512 MiB per node), the daemon issue's
+//! scenarios in one boot:
+//!
+//! 1. (i) a memory-heavy process (`nk-hold --loop`) whose pages were first
+//!    touched on node 0 while CPU hogs pinned to nodes 0-2 make the
+//!    scheduler run it on node 3 reaches at least 90% locality within three
+//!    intervals; (ii) a process its owner pinned (`taskset`) with remote
+//!    memory is never touched; (iii) a process excluded through `numakit
+//!    ctl exclude` at run time is never touched. Kernel AutoNUMA is on
+//!    before the daemon starts (`autonuma = "disable"`): it is off while
+//!    the daemon runs and back on after it exits.
+//! 2. (vi) the daemon is killed with SIGKILL after binding a process with
+//!    four threads, and two of those threads are put back on all CPUs (what
+//!    a kill in the middle of the per-thread pass leaves): the next start
+//!    finds the half-bound process and binds every thread.
+//! 3. (iv) six processes whose memory all sits on node 0, running wherever
+//!    the scheduler put them, end with no node holding more bound
+//!    processes than CPUs and each process mostly local.
+//! 4. (v) 200 processes starting and exiting while the daemon scans and
+//!    migrates: it keeps running, no error escapes, and the log has one
+//!    line with an outcome for every decision its counters report.
+//!
+//! Skipped when QEMU cannot run here, failed instead under `CI=true`.
+
+use std::time::Duration;
+
+use numakit_testbed::{require_vm, RunSpec, Topology, Vm};
+use serde_json::Value;
+
+const NK: &str = env!("CARGO_BIN_EXE_numakit");
+
+/// The memory holder, built beside numakit (crates/testprogs).
+fn hold() -> String {
+    std::path::Path::new(NK).with_file_name("nk-hold").display().to_string()
+}
+
+fn config(dir: &str, min_age: u32) -> String {
+    format!(
+        "interval_min_s = 1\ninterval_max_s = 2\nstate_dir = \"{dir}/state\"\nlog = \"{dir}/decisions.jsonl\"\n\
+         socket = \"{dir}/d.sock\"\nautonuma = \"disable\"\n[decide]\nmin_cpu = 0.3\nmin_rss_bytes = 40000000\n\
+         min_age_s = {min_age}\ncooldown_s = 6\nsettle_s = 6\npages_per_s = 1000000\n"
+    )
+}
+
+/// Shell: start the daemon with config `$1`, wait for its socket.
+const LIB: &str = r#"
+start_daemon() { # DIR
+  NUMAKIT_DAEMON_DIR=$1 setsid NKBIN daemon --config $1/c.toml >$1/out 2>$1/err </dev/null &
+  echo $! > $1/pid
+  for i in $(seq 200); do [ -S $1/d.sock ] && return 0; sleep 0.1; done
+  echo "daemon did not start"; cat $1/err; return 1
+}
+scans() { grep -o '"scans": [0-9]*' $1/state/status.json 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
+wait_ready() { for i in $(seq 600); do grep -q ready $1 2>/dev/null && return 0; sleep 0.1; done; echo "not ready: $1"; }
+# loc PID: "LOCALITY NODE": the share of the process's pages (numa_maps) on
+# the node its main thread last ran on (4n-rr: CPU c is on node c % 4).
+loc() {
+  cpu=$(awk '{ print $39 }' /proc/$1/stat 2>/dev/null); [ -n "$cpu" ] || { echo "gone"; return; }
+  awk -v n=$((cpu % 4)) '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), kv, "="); t += kv[2]; if (kv[1] == n) l += kv[2] } }
+    END { printf "%.4f %d\n", (t ? l / t : 0), n }' /proc/$1/numa_maps
+}
+# pages PID NODE: the process's pages on NODE.
+pages() { awk -v n=$2 '{ for (i = 1; i <= NF; i++) if ($i ~ "^N" n "=") { split($i, kv, "="); t += kv[2] } } END { print t + 0 }' /proc/$1/numa_maps; }
+"#;
+
+fn lib() -> String {
+    LIB.replace("NKBIN", NK)
+}
+
+fn phase1() -> String {
+    let hold = hold();
+    let cfg = config("/tmp/d1", 4);
+    format!(
+        "{lib}\nmkdir -p /tmp/d1; cat > /tmp/d1/c.toml <<'EOF'\n{cfg}EOF\n\
+         sysctl -qw kernel.numa_balancing=0\n\
+         taskset -c 3 {hold} --mib 128 --first-touch-node 0 --loop > /tmp/a.out 2>&1 & echo $! > /tmp/a.pid\n\
+         taskset -c 1 {hold} --mib 64 --first-touch-node 2 --loop > /tmp/b.out 2>&1 & echo $! > /tmp/b.pid\n\
+         taskset -c 2 {hold} --mib 64 --first-touch-node 1 --loop > /tmp/c.out 2>&1 & echo $! > /tmp/c.pid\n\
+         wait_ready /tmp/a.out; wait_ready /tmp/b.out; wait_ready /tmp/c.out\n\
+         A=$(cat /tmp/a.pid); B=$(cat /tmp/b.pid); C=$(cat /tmp/c.pid)\n\
+         taskset -a -p -c 0-7 $A >/dev/null; taskset -a -p -c 0-7 $C >/dev/null; sleep 1\n\
+         echo \"pids $A $B $C\"\n\
+         echo \"before_a $(loc $A)\"; echo \"before_b $(pages $B 2)\"; echo \"before_c $(pages $C 1)\"\n\
+         echo \"aff_b $(taskset -pc $B | sed 's/.*: //')\"; echo \"aff_c $(taskset -pc $C | sed 's/.*: //')\"\n\
+         sysctl -qw kernel.numa_balancing=2\n\
+         start_daemon /tmp/d1 || {{ kill $A $B $C; exit 1; }}\n\
+         {NK} ctl --socket /tmp/d1/d.sock exclude $C\n\
+         echo \"balancing_during $(cat /proc/sys/kernel/numa_balancing)\"\n\
+         T0=$(date +%s.%N)\n\
+         for i in $(seq 400); do\n\
+           n=$(scans /tmp/d1); echo \"t $(awk \"BEGIN {{ print $(date +%s.%N) - $T0 }}\") $(loc $A) $n\"\n\
+           [ \"$n\" -ge 9 ] && break; sleep 1\n\
+         done\n\
+         echo \"after_b $(pages $B 2)\"; echo \"after_c $(pages $C 1)\"\n\
+         echo \"aff_b2 $(taskset -pc $B | sed 's/.*: //')\"; echo \"aff_c2 $(taskset -pc $C | sed 's/.*: //')\"\n\
+         {NK} ctl --socket /tmp/d1/d.sock status --json | tr -d '\\n'; echo\n\
+         kill $(cat /tmp/d1/pid); for i in $(seq 100); do kill -0 $(cat /tmp/d1/pid) 2>/dev/null || break; sleep 0.1; done\n\
+         echo \"balancing_after $(cat /proc/sys/kernel/numa_balancing)\"\n\
+         echo '=== log'; cat /tmp/d1/decisions.jsonl; echo '=== err'; cat /tmp/d1/err\n\
+         kill $A $B $C; sysctl -qw kernel.numa_balancing=0",
+        lib = lib()
+    )
+}
+
+fn phase2() -> String {
+    let hold = hold();
+    let cfg = config("/tmp/d2", 2);
+    format!(
+        "{lib}\nmkdir -p /tmp/d2; cat > /tmp/d2/c.toml <<'EOF'\n{cfg}EOF\n\
+         taskset -c 3 {hold} --mib 96 --threads 3 --first-touch-node 0 --loop > /tmp/m.out 2>&1 & echo $! > /tmp/m.pid\n\
+         wait_ready /tmp/m.out; M=$(cat /tmp/m.pid); taskset -a -p -c 0-7 $M >/dev/null\n\
+         start_daemon /tmp/d2 || {{ kill $M; exit 1; }}\n\
+         for i in $(seq 400); do grep -q '\"action\":\"bind\".*applied' /tmp/d2/decisions.jsonl 2>/dev/null && break; sleep 1; done\n\
+         kill -9 $(cat /tmp/d2/pid); sleep 0.5\n\
+         echo \"bound $(for t in /proc/$M/task/*; do taskset -pc ${{t##*/}} | sed 's/.*: //'; done | tr '\\n' ' ')\"\n\
+         n=0; for t in /proc/$M/task/*; do n=$((n+1)); [ $n -le 2 ] && taskset -pc 0-7 ${{t##*/}} >/dev/null; done\n\
+         echo \"half $(for t in /proc/$M/task/*; do taskset -pc ${{t##*/}} | sed 's/.*: //'; done | tr '\\n' ' ')\"\n\
+         rm -f /tmp/d2/d.sock; start_daemon /tmp/d2 || exit 1\n\
+         for i in $(seq 100); do [ -s /tmp/d2/state/status.json ] && grep -q '\"repairs_total\": [1-9]' /tmp/d2/state/status.json && break; sleep 1; done\n\
+         echo \"repaired $(for t in /proc/$M/task/*; do taskset -pc ${{t##*/}} | sed 's/.*: //'; done | tr '\\n' ' ')\"\n\
+         {NK} ctl --socket /tmp/d2/d.sock status --json | tr -d '\\n'; echo\n\
+         kill $(cat /tmp/d2/pid); sleep 1; kill $M\n\
+         echo '=== err'; cat /tmp/d2/err",
+        lib = lib()
+    )
+}
+
+fn phase3() -> String {
+    let hold = hold();
+    let cfg = config("/tmp/d3", 2);
+    format!(
+        "{lib}\nmkdir -p /tmp/d3; cat > /tmp/d3/c.toml <<'EOF'\n{cfg}EOF\n\
+         P=''\n\
+         for i in 1 2 3 5 6 7; do taskset -c $i {hold} --mib 48 --first-touch-node 0 --loop > /tmp/p$i.out 2>&1 & P=\"$P $!\"; done\n\
+         for i in 1 2 3 5 6 7; do wait_ready /tmp/p$i.out; done\n\
+         for p in $P; do taskset -a -p -c 0-7 $p >/dev/null; done\n\
+         echo \"pids$P\"\n\
+         start_daemon /tmp/d3 || {{ kill $P; exit 1; }}\n\
+         for i in $(seq 600); do [ \"$(scans /tmp/d3)\" -ge 10 ] && break; sleep 1; done\n\
+         for p in $P; do echo \"final $p $(taskset -pc $p | sed 's/.*: //') $(loc $p)\"; done\n\
+         for n in /sys/devices/system/node/node[0-3]; do echo \"free ${{n##*node}} $(grep MemFree $n/meminfo | awk '{{print $4}}')\"; done\n\
+         {NK} ctl --socket /tmp/d3/d.sock status --json | tr -d '\\n'; echo\n\
+         kill $(cat /tmp/d3/pid); sleep 1; kill $P\n\
+         echo '=== err'; cat /tmp/d3/err",
+        lib = lib()
+    )
+}
+
+fn phase4() -> String {
+    let hold = hold();
+    let cfg = config("/tmp/d4", 1);
+    format!(
+        "{lib}\nmkdir -p /tmp/d4; cat > /tmp/d4/c.toml <<'EOF'\n{cfg}EOF\n\
+         start_daemon /tmp/d4 || exit 1\n\
+         for round in $(seq 25); do\n\
+           for j in 1 2 3 4 5 6 7 8; do {hold} --mib 44 --first-touch-node $((j % 4)) --loop --secs $((j % 4 + 1)) >/dev/null 2>&1 & done\n\
+           sleep 2\n\
+         done\n\
+         wait\n\
+         sleep 3\n\
+         kill -0 $(cat /tmp/d4/pid) && echo alive\n\
+         {NK} ctl --socket /tmp/d4/d.sock status --json | tr -d '\\n'; echo\n\
+         kill $(cat /tmp/d4/pid); for i in $(seq 100); do kill -0 $(cat /tmp/d4/pid) 2>/dev/null || break; sleep 0.1; done\n\
+         echo \"lines $(wc -l < /tmp/d4/decisions.jsonl)\"\n\
+         echo \"outcomes $(grep -c '\"outcome\":' /tmp/d4/decisions.jsonl)\"\n\
+         echo \"applied $(grep -c '\"outcome\":\"applied\"' /tmp/d4/decisions.jsonl)\"\n\
+         echo \"gone $(grep -c '\"outcome\":\"gone\"' /tmp/d4/decisions.jsonl)\"\n\
+         echo '=== failed'; grep '\"outcome\":\"failed\"' /tmp/d4/decisions.jsonl | head -5\n\
+         echo '=== err'; cat /tmp/d4/err",
+        lib = lib()
+    )
+}
+
+/// A CPU list as taskset prints it (`3,7`, `0-3`).
+fn cpu_list(s: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => out.extend(part.trim().parse::<u32>().ok()),
+        }
+    }
+    out
+}
+
+/// The locality printed by the guest's `loc`.
+fn locality(s: &str) -> Option<f64> {
+    s.split_whitespace().next()?.parse().ok()
+}
+
+fn pages(s: &str) -> u64 {
+    s.trim().parse().unwrap_or_else(|_| panic!("not a page count: {s:?}"))
+}
+
+fn field<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {key:?} line in:\n{out}"))
+}
+
+fn status(out: &str) -> Value {
+    out.lines().filter(|l| l.starts_with("{\"")).find_map(|l| serde_json::from_str(l).ok()).expect("status JSON")
+}
+
+#[test]
+fn daemon_in_four_nodes() {
+    // NUMAKIT_PRINT_PHASE=N prints phase N's guest script (to run it by hand
+    // with `testbed/numakit-vm --topo 4n-rr --script FILE`) and stops.
+    if let Ok(n) = std::env::var("NUMAKIT_PRINT_PHASE") {
+        let all = [phase1(), phase2(), phase3(), phase4()];
+        print!("{}", all[n.parse::<usize>().unwrap_or(1).clamp(1, 4) - 1]);
+        return;
+    }
+    require_vm!();
+    let topo = Topology::named("4n-rr").expect("named topology");
+    let checks = vec![
+        ("one".to_string(), phase1()),
+        ("two".to_string(), phase2()),
+        ("three".to_string(), phase3()),
+        ("four".to_string(), phase4()),
+    ];
+    let out = Vm::run_checks(&topo, &checks, RunSpec::default().timeout(Duration::from_secs(1500)))
+        .unwrap_or_else(|e| panic!("guest: {e}"));
+
+    // 1. (i), (ii), (iii) and AutoNUMA.
+    let o = &out["one"].stdout;
+    let ctx = || format!("{o}\n--- stderr\n{}", out["one"].stderr);
+    let before_a = field(o, "before_a");
+    assert!(locality(before_a).is_some_and(|l| l < 0.2), "set-up: A must start remote: {}", ctx());
+    // The daemon's own view in its log: from the first scan in which A was
+    // a candidate, at most three intervals until its locality is >= 90%.
+    let log = o.split("=== log").nth(1).unwrap_or("");
+    let pid_of = |i: usize| field(o, "pids").split_whitespace().nth(i).unwrap_or("?").to_string();
+    let a = pid_of(0);
+    let a_lines: Vec<Value> = log
+        .lines()
+        .filter(|l| l.contains(&format!("\"pid\":{a},")))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let first =
+        a_lines.first().and_then(|v| v["scan"].as_u64()).unwrap_or_else(|| panic!("A never a candidate: {}", ctx()));
+    let local_at = a_lines
+        .iter()
+        .find(|v| v["locality"].as_f64().is_some_and(|l| l >= 0.9))
+        .and_then(|v| v["scan"].as_u64())
+        .unwrap_or_else(|| panic!("(i) A never reached 90% locality in the daemon's log: {}", ctx()));
+    assert!(local_at <= first + 3, "(i) 90% locality at scan {local_at}, first seen at scan {first}: {}", ctx());
+    // And as the guest sees it at the end, independently of the daemon.
+    let last = o.lines().filter_map(|l| l.strip_prefix("t ")).last().unwrap_or("");
+    let final_loc = last.split_whitespace().nth(1).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    assert!(final_loc >= 0.9, "(i) final locality {final_loc} as the guest reads it: {}", ctx());
+    assert_eq!(field(o, "balancing_during"), "0", "AutoNUMA must be off while the daemon runs: {}", ctx());
+    assert_eq!(field(o, "balancing_after"), "2", "kernel.numa_balancing must be restored on exit: {}", ctx());
+    // (ii) owner-pinned B: affinity and memory untouched.
+    assert_eq!(field(o, "aff_b"), "1");
+    assert_eq!(field(o, "aff_b2"), "1", "(ii) the owner's pinning was changed: {}", ctx());
+    assert!(pages(field(o, "before_b")) > 15000, "set-up: B's 64 MiB on node 2: {}", ctx());
+    assert_eq!(pages(field(o, "after_b")), pages(field(o, "before_b")), "(ii) B's memory moved: {}", ctx());
+    // (iii) C excluded at run time: untouched.
+    assert_eq!(field(o, "aff_c"), field(o, "aff_c2"), "(iii) excluded C's affinity changed: {}", ctx());
+    assert!(pages(field(o, "before_c")) > 15000, "set-up: C's 64 MiB on node 1: {}", ctx());
+    assert!(pages(field(o, "after_c")) >= pages(field(o, "before_c")), "(iii) C's memory moved: {}", ctx());
+    for (i, what) in [(1, "owner-placed"), (2, "excluded")] {
+        let p = pid_of(i);
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(&format!("\"pid\":{p},"))).collect();
+        assert!(lines.iter().all(|l| l.contains("\"action\":\"keep\"")), "pid {p} was acted on: {lines:?}");
+        assert!(lines.iter().any(|l| l.contains(what)), "pid {p}: no {what} decision logged: {}", ctx());
+    }
+    let a = pid_of(0);
+    assert!(
+        log.lines().any(|l| l.contains(&format!("\"pid\":{a},"))
+            && l.contains("\"action\":\"migrate\"")
+            && l.contains("applied")),
+        "(i) no applied migration of A in the log: {}",
+        ctx()
+    );
+
+    // 2. (vi) kill -9 mid-bind, repaired at the next start.
+    let o = &out["two"].stdout;
+    let ctx = || format!("{o}\n--- stderr\n{}", out["two"].stderr);
+    let bound: Vec<&str> = field(o, "bound").split_whitespace().collect();
+    assert_eq!(bound.len(), 4, "four threads: {}", ctx());
+    assert!(bound.iter().all(|b| *b == bound[0]) && bound[0] != "0-7", "not bound before the kill: {}", ctx());
+    let half: Vec<&str> = field(o, "half").split_whitespace().collect();
+    assert!(half.contains(&"0-7") && half.contains(&bound[0]), "set-up: not half bound: {}", ctx());
+    let repaired: Vec<&str> = field(o, "repaired").split_whitespace().collect();
+    assert!(repaired.iter().all(|r| *r == bound[0]), "(vi) not repaired: {}", ctx());
+    assert!(status(o)["counters"]["repairs_total"].as_u64() >= Some(1), "(vi) no repair counted: {}", ctx());
+
+    // 3. (iv) balanced, no node over capacity.
+    let o = &out["three"].stdout;
+    let ctx = || format!("{o}\n--- stderr\n{}", out["three"].stderr);
+    let mut per_node = [0u32; 4];
+    let mut local = 0;
+    let finals: Vec<&str> = o.lines().filter_map(|l| l.strip_prefix("final ")).collect();
+    assert_eq!(finals.len(), 6, "{}", ctx());
+    for f in &finals {
+        let mut it = f.splitn(3, ' ');
+        let (_pid, aff, json) = (it.next(), it.next().unwrap_or(""), it.next().unwrap_or(""));
+        if aff != "0-7" {
+            // Bound: the nodes of its CPUs (4n-rr: CPU c on node c % 4).
+            let cpus = cpu_list(aff);
+            let nodes: std::collections::BTreeSet<u32> = cpus.iter().map(|c| c % 4).collect();
+            if nodes.len() == 1 {
+                per_node[*nodes.iter().next().unwrap_or(&0) as usize] += 1;
+            }
+        }
+        if locality(json).is_some_and(|l| l >= 0.8) {
+            local += 1;
+        }
+    }
+    assert!(
+        per_node.iter().all(|&n| n <= 2),
+        "(iv) a node holds more bound processes than CPUs: {per_node:?}: {}",
+        ctx()
+    );
+    assert!(local >= 5, "(iv) only {local} of 6 processes mostly local: {}", ctx());
+    for l in o.lines().filter_map(|l| l.strip_prefix("free ")) {
+        let kb: u64 = l.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+        assert!(kb > 20 * 1024, "(iv) node {l} kB free: over capacity: {}", ctx());
+    }
+
+    // 4. (v) churn.
+    let o = &out["four"].stdout;
+    let ctx = || format!("{o}\n--- stderr\n{}", out["four"].stderr);
+    assert!(o.lines().any(|l| l == "alive"), "(v) the daemon died: {}", ctx());
+    let st = status(o);
+    let decided: u64 =
+        st["counters"]["decisions_total"].as_object().map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+    let lines: u64 = field(o, "lines").parse().unwrap_or(0);
+    let outcomes: u64 = field(o, "outcomes").parse().unwrap_or(0);
+    assert!(decided > 0, "(v) no decisions: {}", ctx());
+    assert_eq!(outcomes, lines, "(v) a log line without outcome: {}", ctx());
+    assert!(lines >= decided, "(v) {decided} decisions but {lines} log lines: {}", ctx());
+    let err = o.split("=== err").nth(1).unwrap_or("");
+    assert!(!err.contains("panicked") && !err.contains("scan failed"), "(v) errors escaped: {}", ctx());
+    let failed = o.split("=== failed").nth(1).and_then(|s| s.split("=== err").next()).unwrap_or("");
+    assert!(failed.trim().is_empty(), "(v) actions failed (exits must be 'gone'): {}", ctx());
+}

@@ -1,0 +1,356 @@
+//! The run-time layers on a fake root (a synthetic 4-node machine and
+//! hand-written `/proc` files), in dry-run mode: the collector's reads and
+//! rates, owner pinning, candidates, the service's decisions, log, status
+//! and control requests. Nothing here touches the live system.
+
+use std::path::Path;
+
+use super::collect::{Collector, NodeCpus};
+use super::ctl::Request;
+use super::service::Service;
+use super::settings::Settings;
+use super::History;
+use crate::sets::CpuSet;
+use crate::sys::SysRoot;
+use crate::topo::synth::SynthMachine;
+use crate::topo::Topology;
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+/// One process: pid, comm, CPU ticks, last CPU, resident pages, allowed
+/// CPUs, pages per node, policy.
+struct P<'a> {
+    pid: i32,
+    comm: &'a str,
+    ticks: u64,
+    cpu: u32,
+    rss_pages: u64,
+    allowed: &'a str,
+    pages: &'a [(u32, u64)],
+    policy: &'a str,
+}
+
+impl Fake {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        SynthMachine::rr_4n(8, 4096).write(dir.path()).unwrap();
+        let f = Fake { dir };
+        put(f.root(), "proc/self/status", "Name:\tnumakit\nCpus_allowed_list:\t0-7\nMems_allowed_list:\t0-3\n");
+        f.tick(0, 0);
+        f
+    }
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    fn sys(&self) -> SysRoot {
+        SysRoot::at(self.dir.path())
+    }
+    /// `/proc/stat` with every CPU busy for `busy` ticks of `total`, and
+    /// `/proc/uptime`.
+    fn tick(&self, total: u64, busy: u64) {
+        let mut s = String::from("cpu  0 0 0 0 0 0 0 0 0 0\n");
+        for c in 0..8 {
+            s.push_str(&format!("cpu{c} {busy} 0 0 {} 0 0 0 0 0 0\n", total - busy));
+        }
+        put(self.root(), "proc/stat", &s);
+        put(self.root(), "proc/uptime", &format!("{}.00 0.00\n", 1000 + total / 100));
+    }
+    fn proc(&self, p: &P) {
+        let stat = |pid: i32| {
+            format!(
+                "{pid} ({}) R 1 1 1 0 -1 0 0 0 0 0 {} 0 0 0 20 0 1 0 100 1000000 {} 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
+                p.comm, p.ticks, p.rss_pages, p.cpu
+            )
+        };
+        let d = format!("proc/{}", p.pid);
+        put(self.root(), &format!("{d}/stat"), &stat(p.pid));
+        put(self.root(), &format!("{d}/task/{}/stat", p.pid), &stat(p.pid));
+        put(
+            self.root(),
+            &format!("{d}/status"),
+            &format!("Name:\t{}\nThreads:\t1\nCpus_allowed_list:\t{}\nMems_allowed_list:\t0-3\n", p.comm, p.allowed),
+        );
+        put(self.root(), &format!("{d}/cgroup"), "0::/batch/job\n");
+        let nodes: Vec<String> = p.pages.iter().map(|(n, c)| format!("N{n}={c}")).collect();
+        let total: u64 = p.pages.iter().map(|x| x.1).sum();
+        put(
+            self.root(),
+            &format!("{d}/numa_maps"),
+            &format!("7f0000000000 {} anon={total} dirty={total} {} kernelpagesize_kB=4\n", p.policy, nodes.join(" ")),
+        );
+    }
+}
+
+const GIB_PAGES: u64 = 1 << 18;
+
+fn farm(f: &Fake, ticks: u64) {
+    // A: 1 GiB on node 0, runs on CPU 3 (node 3): remote.
+    f.proc(&P {
+        pid: 100,
+        comm: "reco",
+        ticks,
+        cpu: 3,
+        rss_pages: GIB_PAGES,
+        allowed: "0-7",
+        pages: &[(0, GIB_PAGES)],
+        policy: "default",
+    });
+    // B: pinned by its owner to CPU 1.
+    f.proc(&P {
+        pid: 200,
+        comm: "pinned",
+        ticks,
+        cpu: 1,
+        rss_pages: GIB_PAGES,
+        allowed: "1",
+        pages: &[(2, GIB_PAGES)],
+        policy: "default",
+    });
+    // C: bound memory by numactl --membind.
+    f.proc(&P {
+        pid: 300,
+        comm: "membound",
+        ticks,
+        cpu: 2,
+        rss_pages: GIB_PAGES,
+        allowed: "0-7",
+        pages: &[(1, GIB_PAGES)],
+        policy: "bind:1",
+    });
+    // D: small, never a candidate.
+    f.proc(&P {
+        pid: 400,
+        comm: "small",
+        ticks,
+        cpu: 0,
+        rss_pages: 100,
+        allowed: "0-7",
+        pages: &[(0, 100)],
+        policy: "default",
+    });
+}
+
+fn settings(f: &Fake) -> Settings {
+    let mut s = Settings::default();
+    s.state_dir = f.root().join("state");
+    s.log = f.root().join("decisions.jsonl");
+    s.socket = f.root().join("d.sock");
+    s.decide.min_age_s = 10.0;
+    s
+}
+
+#[test]
+fn collector_rates_candidates_and_owner_placement() {
+    let f = Fake::new();
+    farm(&f, 0);
+    let sys = f.sys();
+    let topo = Topology::read_nodes_only(&sys).unwrap();
+    let nc = NodeCpus::new(&topo, &CpuSet::new());
+    let s = settings(&f);
+    let all = |_: i32, _: &str, _: &str, _: u32| true;
+    let mut c = Collector::new();
+    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 0.0, 5000.0).unwrap();
+    // First scan: no CPU use known yet, so nobody is a candidate.
+    assert_eq!(counts.processes, 4);
+    assert!(snap.procs.is_empty());
+    // One second later every process used one CPU; CPUs half busy.
+    farm(&f, 100);
+    f.tick(100, 50);
+    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 1.0, 5001.0).unwrap();
+    assert_eq!(counts.detailed, 3, "the small process is not read in detail");
+    let a = snap.procs.iter().find(|p| p.pid == 100).unwrap();
+    assert!((a.cpu_use - 1.0).abs() < 1e-9, "{}", a.cpu_use);
+    assert_eq!(a.mem_per_node.get(&0), Some(&(GIB_PAGES * 4096)));
+    assert_eq!(a.cpu_per_node.keys().copied().collect::<Vec<_>>(), vec![3]);
+    assert_eq!(a.affinity.to_list(), "0-3");
+    assert!(!a.owner_pinned);
+    assert!((a.age_s - 999.0).abs() < 1.5, "{}", a.age_s);
+    assert_eq!(a.cgroup, "/batch/job");
+    let b = snap.procs.iter().find(|p| p.pid == 200).unwrap();
+    assert!(b.owner_pinned, "a pinning finer than a node is the owner's");
+    let cp = snap.procs.iter().find(|p| p.pid == 300).unwrap();
+    assert!(cp.owner_pinned, "a memory policy is the owner's");
+    for n in &snap.nodes {
+        assert!((n.free_cpus - 1.0).abs() < 1e-9, "two CPUs half idle per node: {n:?}");
+    }
+    assert_eq!(counts.numa_maps_read, 3);
+    // Nothing changed: memory per node comes from the cache; a process
+    // whose resident size moved by more than 5% is read again.
+    farm(&f, 200);
+    f.tick(200, 100);
+    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 2.0, 5002.0).unwrap();
+    assert_eq!((counts.detailed, counts.numa_maps_read), (3, 0));
+    assert_eq!(snap.procs.iter().find(|p| p.pid == 100).unwrap().mem_per_node.get(&0), Some(&(GIB_PAGES * 4096)));
+    f.proc(&P {
+        pid: 100,
+        comm: "reco",
+        ticks: 300,
+        cpu: 3,
+        rss_pages: GIB_PAGES * 2,
+        allowed: "0-7",
+        pages: &[(0, GIB_PAGES), (3, GIB_PAGES)],
+        policy: "default",
+    });
+    f.tick(300, 150);
+    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 3.0, 5003.0).unwrap();
+    assert_eq!(counts.numa_maps_read, 1);
+    assert_eq!(snap.procs.iter().find(|p| p.pid == 100).unwrap().mem_per_node.get(&3), Some(&(GIB_PAGES * 4096)));
+    // ... and every scan after NUMA_MAPS_MAX_AGE_S.
+    let later = 3.0 + super::collect::NUMA_MAPS_MAX_AGE_S;
+    farm(&f, 300 + 6100);
+    f.tick(6400, 3200);
+    let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), later, 5003.0 + later).unwrap();
+    assert_eq!(counts.numa_maps_read, 3);
+    // Include lists filter before the costly reads.
+    let only_reco = |_: i32, comm: &str, _: &str, _: u32| comm == "reco";
+    farm(&f, 6400 + 100);
+    f.tick(6500, 3250);
+    let (snap, _) =
+        c.scan(&sys, &nc, &s, &only_reco, &History::new(), &Default::default(), later + 1.0, 5005.0 + later).unwrap();
+    assert_eq!(snap.procs.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![100]);
+}
+
+#[test]
+fn service_decides_logs_and_answers_control_requests() {
+    let f = Fake::new();
+    farm(&f, 0);
+    let s = settings(&f);
+    let mut svc = Service::start(f.sys(), s.clone(), None, true).unwrap();
+    svc.scan(0.0).unwrap();
+    farm(&f, 100);
+    f.tick(100, 50);
+    let r = svc.scan(1.0).unwrap();
+    let for_pid = |pid: i32| r.results.iter().filter(|(a, _)| a.pid == pid).collect::<Vec<_>>();
+    // A: bound where its memory will be local (node 0 where the pages are,
+    // with nothing to move, or elsewhere with a migration from node 0), not
+    // done (dry run).
+    let a = for_pid(100);
+    let bind = a
+        .iter()
+        .find_map(|(a, _)| match &a.kind {
+            super::ActionKind::Bind { cpu_nodes, .. } => Some(cpu_nodes.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no bind: {a:?}"));
+    let migrates_there =
+        a.iter().any(|(a, _)| matches!(&a.kind, super::ActionKind::Migrate { from: 0, to, .. } if bind.contains(*to)));
+    assert!(bind.contains(0) || migrates_there, "{a:?}");
+    assert!(a.iter().all(|(_, o)| o.name() == "not-done"));
+    assert!(!r.changed);
+    // B and C are left alone as their owners' placements.
+    for pid in [200, 300] {
+        let v = for_pid(pid);
+        assert!(!v.is_empty() && v.iter().all(|(a, _)| !a.changes()), "{v:?}");
+        assert!(v.iter().any(|(a, _)| a.reason == super::Why::OwnerPlaced), "{v:?}");
+    }
+    // Every decision is one log line with its outcome.
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert_eq!(log.lines().count(), r.results.len());
+    for l in log.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(v["outcome"].is_string() && v["pid"].is_i64() && v["why"].is_object() == false, "{l}");
+        assert!(v["reason"]["why"].is_string() && v["ts"].is_string(), "{l}");
+    }
+    // Status file and counters agree with the log.
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.state_dir.join("status.json")).unwrap()).unwrap();
+    let decided: u64 =
+        st["counters"]["decisions_total"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(decided as usize, log.lines().count());
+    assert_eq!(st["counters"]["scans"], 2);
+
+    // Control requests.
+    let ok = |r: super::ctl::Response| {
+        assert!(r.ok, "{r:?}");
+        r.data
+    };
+    assert_eq!(ok(svc.handle(&Request::Exclude { target: "reco".into() }))["done"], "excluded command \"reco\"");
+    farm(&f, 200);
+    f.tick(200, 100);
+    let r = svc.scan(2.0).unwrap();
+    assert!(r
+        .results
+        .iter()
+        .filter(|(a, _)| a.pid == 100)
+        .all(|(a, _)| matches!(a.reason, super::Why::Excluded { .. })));
+    ok(svc.handle(&Request::Include { target: "reco".into() }));
+    assert_eq!(ok(svc.handle(&Request::Status))["excluded"]["comms"], serde_json::json!([]));
+    let bad = svc.handle(&Request::Exclude { target: "0".into() });
+    assert!(!bad.ok && bad.error.as_deref() == Some("invalid pid 0"));
+    let bad = svc.handle(&Request::Exclude { target: "a-command-name-too-long".into() });
+    assert!(!bad.ok && bad.error.unwrap().contains("15 characters"));
+    let d = ok(svc.handle(&Request::Decisions { last: 3 }));
+    assert_eq!(d.as_array().unwrap().len(), 3);
+    let adv = ok(svc.handle(&Request::Advise { cpus: 1, mem_bytes: 1 << 30, reserve: String::new() }));
+    assert!(adv["advice"]["nodes"].is_string() && adv["loads"].as_array().unwrap().len() == 4, "{adv}");
+    let refused = svc.handle(&Request::Advise { cpus: 64, mem_bytes: 0, reserve: String::new() });
+    assert!(!refused.ok && refused.data["refused"].is_string());
+    let r = svc.handle(&Request::Reload);
+    assert!(!r.ok && r.error.unwrap().contains("without --config"));
+    // Dry run: no state file.
+    assert!(!s.state_dir.join("state.json").exists());
+}
+
+#[test]
+fn reload_checks_the_file_and_keeps_the_old_settings_on_error() {
+    let f = Fake::new();
+    farm(&f, 0);
+    let s = settings(&f);
+    let cfg = f.root().join("c.toml");
+    let base = format!(
+        "state_dir = {:?}\nlog = {:?}\nsocket = {:?}\n",
+        s.state_dir.display().to_string(),
+        s.log.display().to_string(),
+        s.socket.display().to_string()
+    );
+    std::fs::write(&cfg, format!("{base}interval_max_s = 20\n")).unwrap();
+    let mut svc = Service::start(f.sys(), s, Some(cfg.clone()), true).unwrap();
+    std::fs::write(&cfg, format!("{base}interval_max_s = 30\n")).unwrap();
+    assert!(svc.handle(&Request::Reload).ok);
+    assert_eq!(svc.settings().interval_max_s, 30.0);
+    std::fs::write(&cfg, format!("{base}interval_max_s = -1\n")).unwrap();
+    let r = svc.handle(&Request::Reload);
+    assert!(!r.ok && r.error.as_deref().unwrap().contains("interval_max_s = -1"), "{r:?}");
+    assert_eq!(svc.settings().interval_max_s, 30.0);
+}
+
+#[test]
+fn disable_mode_turns_autonuma_off_and_restores_it_also_after_a_crash() {
+    let f = Fake::new();
+    farm(&f, 0);
+    put(f.root(), super::service::NUMA_BALANCING, "1\n");
+    let mut s = settings(&f);
+    s.autonuma = super::settings::AutonumaMode::Disable;
+    let read = || std::fs::read_to_string(f.root().join(super::service::NUMA_BALANCING)).unwrap();
+    // A first daemon turns it off, then "crashes" (never shuts down).
+    let svc = Service::start(f.sys(), s.clone(), None, false).unwrap();
+    assert_eq!(read(), "0");
+    drop(svc);
+    // The next one keeps the original from the state file and restores it
+    // on exit.
+    let mut svc = Service::start(f.sys(), s.clone(), None, false).unwrap();
+    assert_eq!(read(), "0");
+    svc.shutdown();
+    assert_eq!(read(), "1");
+    // Defer mode while AutoNUMA is on: decisions are logged, nothing done.
+    s.autonuma = super::settings::AutonumaMode::Defer;
+    let mut svc = Service::start(f.sys(), s, None, false).unwrap();
+    svc.scan(0.0).unwrap();
+    farm(&f, 100);
+    f.tick(100, 50);
+    let r = svc.scan(1.0).unwrap();
+    let changes: Vec<_> = r.results.iter().filter(|(a, _)| a.changes()).collect();
+    assert!(!changes.is_empty());
+    for (_, o) in changes {
+        assert!(matches!(o, super::apply::Outcome::NotDone { note } if note.contains("AutoNUMA")), "{o:?}");
+    }
+    assert!(svc.status()["deferred"].as_str().unwrap().contains("numa_balancing = 1"));
+}
