@@ -207,6 +207,8 @@ struct Opt {
     /// Nothing moves: no page, no thread, nobody displaced; only the
     /// affinity is narrowed to where the process already runs.
     pin_only: bool,
+    /// CPU load of others it displaces (what its cost was computed with).
+    displaced: f64,
 }
 
 impl Opt {
@@ -299,24 +301,25 @@ fn target_sets(v: &View, p: &ProcInfo, f: &Facts) -> Vec<Vec<usize>> {
             out.push(vec![a]);
         }
     }
-    if out.is_empty() {
-        for &start in &f.allowed {
-            let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
-            others.sort_by(|&x, &y| {
-                v.r[start][x].total_cmp(&v.r[start][y]).then(v.cpus(y).total_cmp(&v.cpus(x))).then(x.cmp(&y))
-            });
-            let mut g = vec![start];
-            for o in others {
-                let cap: f64 = g.iter().map(|&a| v.cpus(a)).sum();
-                if cap >= need && home_mem(&g) >= mem_need {
-                    break;
-                }
-                g.push(o);
+    // Grown from every node too small on its own (not only when every node
+    // is): on uneven machines a process may fit a few big nodes nominally
+    // while the room it needs is only to be had on groups of small ones.
+    for &start in &f.allowed {
+        let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
+        others.sort_by(|&x, &y| {
+            v.r[start][x].total_cmp(&v.r[start][y]).then(v.cpus(y).total_cmp(&v.cpus(x))).then(x.cmp(&y))
+        });
+        let mut g = vec![start];
+        for o in others {
+            let cap: f64 = g.iter().map(|&a| v.cpus(a)).sum();
+            if cap >= need && home_mem(&g) >= mem_need {
+                break;
             }
-            g.sort_unstable();
-            if !out.contains(&g) {
-                out.push(g);
-            }
+            g.push(o);
+        }
+        g.sort_unstable();
+        if !out.contains(&g) {
+            out.push(g);
         }
     }
     out
@@ -473,6 +476,7 @@ fn evaluate(
         benefit_s,
         cost_s,
         pin_only,
+        displaced,
     })
 }
 
@@ -650,6 +654,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
     }
 
     // 3. Judge settled moves.
+    let mut harmed_comms: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     for p in &procs {
         let Some(rec) = h.procs.get_mut(&p.pid) else { continue };
         let Some(pl) = rec.placement.as_ref() else { continue };
@@ -683,7 +688,29 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
                 back.prev_affinity = pl.origin_affinity.clone();
                 back.prev_policy = pl.origin_policy.clone();
                 back.judged = true;
+                // The pages this move put on its memory nodes go back too
+                // (owed, within the budget from the next scan on): restoring
+                // only the CPUs would leave them away from their memory.
+                let dest: Vec<usize> = if back.mem_nodes.is_empty() {
+                    let mut d: Vec<usize> =
+                        v.idx(&back.cpu_nodes).into_iter().flat_map(|a| v.homes[a].iter().copied()).collect();
+                    d.sort_unstable();
+                    d.dedup();
+                    d
+                } else {
+                    v.idx(&back.mem_nodes)
+                };
                 back.pending.clear();
+                for b in v.idx(&pl.mem_nodes).into_iter().filter(|b| !dest.contains(b)) {
+                    let pages = f.mem[b] as u64 / page;
+                    let k = dest.len() as u64;
+                    for (i, &d) in dest.iter().enumerate() {
+                        let n = pages / k + u64::from((i as u64) < pages % k);
+                        if n > 0 {
+                            back.pending.push((machine.nodes[b].id, machine.nodes[d].id, n));
+                        }
+                    }
+                }
                 rec.placement = Some(back);
             } else {
                 // Its bound load goes back to the scheduler.
@@ -698,14 +725,23 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             }
             rec.left_alone_until_s = Some(now + cfg.leave_alone_s);
             h.reverts += 1;
-            let c = h.comms.entry(p.comm.clone()).or_default();
-            c.harms += 1;
-            if c.harms >= cfg.comm_harm_limit {
-                c.left_alone_until_s = Some(now + cfg.comm_leave_alone_s);
+            // Reverts of one name in one scan share their cause (one crowded
+            // node, one bad estimate): they count once.
+            if harmed_comms.insert(p.comm.clone()) {
+                let c = h.comms.entry(p.comm.clone()).or_default();
+                c.harms += 1;
+                if c.harms >= cfg.comm_harm_limit {
+                    c.left_alone_until_s = Some(now + cfg.comm_leave_alone_s);
+                }
             }
         } else if let Some(pl) = rec.placement.as_mut() {
             pl.judged = true;
             actions.push(keep(p.pid, Why::Judged { before, after }));
+            // A kept move of the name ends its run of reverts: the name is
+            // left alone only after reverts with no success in between.
+            if let Some(c) = h.comms.get_mut(&p.comm).filter(|c| c.left_alone_until_s.is_none()) {
+                c.harms = 0;
+            }
         }
     }
 
@@ -872,7 +908,9 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             .iter()
             .enumerate()
             .all(|(d, x)| *x <= 0.0 || *x <= book.free_bytes[d] - headroom(&book, cfg, d) + 1.0);
-        let Some(fit) = fit.filter(|_| mem_ok) else {
+        // The option was costed with the idle CPUs it saw; if an earlier
+        // commit took them, it would now displace others for free: not now.
+        let Some(fit) = fit.filter(|x| mem_ok && x.displaced <= o.displaced + 1e-6) else {
             actions.push(keep(pid, Why::RoomTaken));
             continue;
         };
@@ -1019,4 +1057,196 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
     }
     h.pages_migrated += pages_total;
     Decision { actions, history: h }
+}
+
+/// The rules changed after the first run with 100 random farms per class
+/// (docs/simulate.md, "Changed after the first comparison run", 6 to 9).
+#[cfg(test)]
+mod changed_rules {
+    use super::*;
+    use crate::daemon::{MachineNode, NodeState, Placement, ProcRecord, Progress};
+
+    const GB: u64 = 1 << 30;
+
+    fn ns(list: &str) -> NodeSet {
+        NodeSet::parse_list(list).expect("node list")
+    }
+
+    fn machine(nodes: &[(u32, u32, u64)], distances: Vec<Vec<u32>>) -> Machine {
+        let nodes = nodes.iter().map(|&(id, cpus, gib)| MachineNode { id, cpus, mem_bytes: gib * GB }).collect();
+        Machine::new(nodes, distances).expect("machine")
+    }
+
+    /// An unbound process of `threads` CPUs, spread over `cpu` (node, CPUs),
+    /// its memory `mem` (node, GiB).
+    fn proc_(pid: i32, comm: &str, cpu: &[(u32, f64)], mem: &[(u32, u64)], stall: f64) -> ProcInfo {
+        let cpus: f64 = cpu.iter().map(|c| c.1).sum();
+        ProcInfo {
+            pid,
+            comm: comm.into(),
+            uid: 1000,
+            cgroup: "/batch.slice".into(),
+            threads: cpus.ceil() as u32,
+            cpu_use: cpus,
+            rss_bytes: mem.iter().map(|m| m.1 * GB).sum(),
+            mem_per_node: mem.iter().map(|&(n, g)| (n, g * GB)).collect(),
+            cpu_per_node: cpu.iter().copied().collect(),
+            affinity: ns("0-63"),
+            cpuset: NodeSet::new(),
+            mem_policy: MemPolicy::Default,
+            owner_pinned: false,
+            age_s: 600.0,
+            progress: Progress { cpu_rate: cpus, instr_rate: Some(cpus) },
+            mem_stall_share: Some(stall),
+        }
+    }
+
+    fn snap(t: f64, free: &[(u32, f64, u64)], procs: Vec<ProcInfo>) -> Snapshot {
+        Snapshot {
+            time_s: t,
+            nodes: free.iter().map(|&(id, c, g)| NodeState { id, free_cpus: c, free_bytes: g * GB }).collect(),
+            procs,
+        }
+    }
+
+    /// Records in `h` that numakit placed `p` on `cpu` (memory `mem`) at
+    /// 800 s, coming from `prev` (all nodes for a first move); not judged
+    /// yet; the next scan is at `now`.
+    fn placed(h: &mut History, p: &ProcInfo, now: f64, cpu: &str, mem: &str, prev: &str, instr: bool) {
+        let mut rec = ProcRecord::new(&p.comm, now - p.age_s);
+        rec.last_move_s = Some(800.0);
+        rec.moves = 1;
+        let prev_policy = if prev == "0-63" { MemPolicy::Default } else { MemPolicy::Preferred(ns(prev)) };
+        rec.placement = Some(Placement {
+            cpu_nodes: ns(cpu),
+            mem_nodes: ns(mem),
+            prev_affinity: ns(prev),
+            prev_policy,
+            origin_affinity: ns("0-63"),
+            origin_policy: MemPolicy::Default,
+            baseline_progress: 1.0,
+            baseline_is_instr: instr,
+            baseline_locality: 1.0,
+            expected_gain: 0.05,
+            at_s: 800.0,
+            judged: false,
+            pending: Vec::new(),
+            settled_from_s: 800.0,
+        });
+        h.procs.insert(p.pid, rec);
+        h.last_time_s = Some(now - 15.0);
+    }
+
+    fn binds(d: &Decision) -> Vec<(i32, String)> {
+        d.changes()
+            .filter_map(|a| match &a.kind {
+                ActionKind::Bind { cpu_nodes, .. } => Some((a.pid, cpu_nodes.to_list())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Change 6: two processes want the one idle CPU of node 0: the first takes it;
+    /// the second, costed without displacing anyone, waits instead of
+    /// displacing a thread for free.
+    #[test]
+    fn an_option_whose_idle_cpus_were_taken_waits() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        let mut procs =
+            vec![proc_(1, "reco", &[(1, 1.0)], &[(0, 2)], 0.4), proc_(2, "reco", &[(1, 1.0)], &[(0, 2)], 0.4)];
+        // Three small local jobs on node 0 (below the memory threshold).
+        for pid in 10..13 {
+            let mut p = proc_(pid, "small", &[(0, 1.0)], &[(0, 0)], 0.2);
+            p.rss_bytes = 200_000_000;
+            p.mem_per_node = BTreeMap::from([(0, 200_000_000)]);
+            procs.push(p);
+        }
+        let d = decide(&m, &snap(1000.0, &[(0, 1.0, 4), (1, 0.0, 4)], procs), &Config::default(), &History::new());
+        assert_eq!(binds(&d), [(1, "0".to_string())], "{:#?}", d.actions);
+        let why: Vec<&Why> = d.actions.iter().filter(|a| a.pid == 2).map(|a| &a.reason).collect();
+        assert_eq!(why, [&Why::RoomTaken]);
+    }
+
+    /// Change 7: a second move judged harmful goes back to the first placement, and
+    /// the pages it moved are owed back there.
+    #[test]
+    fn a_revert_takes_the_pages_back() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        let mut p = proc_(7, "java", &[(1, 1.0)], &[(1, 2)], 0.4);
+        p.affinity = ns("1");
+        p.mem_policy = MemPolicy::Preferred(ns("1"));
+        p.progress.instr_rate = Some(0.8);
+        let mut h = History::new();
+        placed(&mut h, &p, 1000.0, "1", "1", "0", true);
+        let cfg = Config::default();
+        let free = [(0, 0.0, 4), (1, 0.0, 4)];
+        let d = decide(&m, &snap(1000.0, &free, vec![p.clone()]), &cfg, &h);
+        let c: Vec<&Action> = d.changes().collect();
+        assert_eq!(c.len(), 1, "{:#?}", d.actions);
+        assert_eq!(c[0].kind, ActionKind::Revert { cpu_nodes: ns("0"), mem_policy: MemPolicy::Preferred(ns("0")) });
+        let pl = d.history.procs[&7].placement.as_ref().expect("placement");
+        assert_eq!(pl.pending, [(1, 0, 2 * GB / 4096)]);
+        // Next scan: back on node 0, its pages follow within the budget.
+        p.affinity = ns("0");
+        p.mem_policy = MemPolicy::Preferred(ns("0"));
+        p.cpu_per_node = BTreeMap::from([(0, 1.0)]);
+        p.age_s += 15.0;
+        let d2 = decide(&m, &snap(1015.0, &free, vec![p]), &cfg, &d.history);
+        let c: Vec<(ActionKind, Why)> = d2.changes().map(|a| (a.kind.clone(), a.reason.clone())).collect();
+        assert_eq!(c, [(ActionKind::Migrate { from: 1, to: 0, pages: 2 * GB / 4096 }, Why::Pending { left_pages: 0 })]);
+    }
+
+    /// Change 8: pins of one name reverted in one scan (one crowded node) count
+    /// once against the name; a kept move of the name ends the run.
+    #[test]
+    fn reverts_of_one_scan_count_once_and_a_success_ends_the_run() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        let mut h = History::new();
+        let mut procs = Vec::new();
+        for pid in 1..=4 {
+            let mut p = proc_(pid, "hs06", &[(0, 0.8)], &[(0, 1)], 0.3);
+            p.affinity = ns("0");
+            p.mem_policy = MemPolicy::Preferred(ns("0"));
+            p.progress = Progress { cpu_rate: 0.8, instr_rate: Some(0.8) };
+            placed(&mut h, &p, 1000.0, "0", "0", "0-63", false);
+            procs.push(p);
+        }
+        let cfg = Config::default();
+        let free = [(0, 0.0, 4), (1, 0.0, 4)];
+        let d = decide(&m, &snap(1000.0, &free, procs), &cfg, &h);
+        assert_eq!(d.history.reverts, 4);
+        assert_eq!(d.history.comms["hs06"].harms, 1);
+        assert_eq!(d.history.comms["hs06"].left_alone_until_s, None);
+        // Another hs06 whose pin is judged and kept: the run ends.
+        let mut p = proc_(9, "hs06", &[(1, 1.0)], &[(1, 1)], 0.3);
+        p.affinity = ns("1");
+        p.mem_policy = MemPolicy::Preferred(ns("1"));
+        let mut h = d.history.clone();
+        placed(&mut h, &p, 1015.0, "1", "1", "0-63", false);
+        let d2 = decide(&m, &snap(1015.0, &free, vec![p]), &cfg, &h);
+        assert!(d2.actions.iter().any(|a| matches!(a.reason, Why::Judged { .. })), "{:#?}", d2.actions);
+        assert_eq!(d2.history.comms["hs06"].harms, 0);
+    }
+
+    /// Change 9: on uneven nodes a 4-CPU process nominally fits the one 6-CPU node,
+    /// which its owners' pinned jobs fill; the pair of 2-CPU nodes it runs
+    /// on is a target too.
+    #[test]
+    fn groups_of_small_nodes_are_targets_on_uneven_machines() {
+        let m =
+            machine(&[(0, 2, 4), (1, 2, 4), (2, 6, 16)], vec![vec![10, 11, 21], vec![11, 10, 21], vec![21, 21, 10]]);
+        let mut procs = vec![proc_(1, "java", &[(0, 2.0), (1, 2.0)], &[(0, 1), (1, 1)], 0.4)];
+        for pid in 10..16 {
+            let mut p = proc_(pid, "owner", &[(2, 1.0)], &[(2, 1)], 0.1);
+            p.affinity = ns("2");
+            procs.push(p);
+        }
+        let d = decide(
+            &m,
+            &snap(1000.0, &[(0, 0.0, 2), (1, 0.0, 2), (2, 0.0, 8)], procs),
+            &Config::default(),
+            &History::new(),
+        );
+        assert_eq!(binds(&d), [(1, "0-1".to_string())], "{:#?}", d.actions);
+    }
 }
