@@ -66,3 +66,19 @@ fn usage_errors() {
     assert_eq!(nk(&["simulate", "--seeds", "3"]).status.code(), Some(2));
     assert_eq!(nk(&["simulate", "--all", "--scenario", "reco-2s"]).status.code(), Some(2));
 }
+
+#[test]
+fn draws_the_chart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("sim.svg");
+    let o = nk(&["simulate", "--scenario", "evgen-2s", "--svg", file.to_str().expect("path")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("evgen-2s"), "the report is printed too");
+    let svg = std::fs::read_to_string(&file).expect("svg written");
+    assert!(svg.contains("<svg") && svg.contains("numakit") && svg.contains("named"), "{svg}");
+    // "-": the chart instead of the report.
+    let o = nk(&["simulate", "--scenario", "evgen-2s", "--svg", "-"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("<svg"));
+    assert_eq!(nk(&["simulate", "--list", "--svg", "-"]).status.code(), Some(2));
+}

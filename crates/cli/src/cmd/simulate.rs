@@ -2,12 +2,15 @@
 //! ([`numakit::sim`]) and prints, per scenario, every policy's throughput
 //! relative to the oracle, pages migrated and the worst per-job slowdown
 //! versus untuned; with `--all`, the distributions over random farms and
-//! the three targets. Never reads or changes the system.
+//! the three targets; with `--svg`, a chart of the same. Never reads or
+//! changes the system.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::path::PathBuf;
 
 use clap::Args;
+use numakit::present::plot;
 use numakit::sim::{self, Report, Scenario, ScenarioResult, Settings, Targets};
 use numakit::sys::SysRoot;
 
@@ -38,6 +41,11 @@ pub struct SimulateArgs {
     /// Worker threads (default: all CPUs).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Also draw the chart (per scenario set, each policy's throughput
+    /// relative to the oracle) to FILE ("-": standard output instead of the
+    /// report).
+    #[arg(long, value_name = "FILE", conflicts_with = "list")]
+    pub svg: Option<PathBuf>,
 }
 
 /// Runs `numakit simulate`.
@@ -60,6 +68,17 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
         }
         None => sim::report(true, if args.all { args.seeds } else { 0 }, &settings, threads),
     };
+    match &args.svg {
+        Some(p) if p.as_os_str() == "-" => {
+            out.write_all(plot::simulate_svg(&report).map_err(Failure::system)?.as_bytes())?;
+            return Ok(0);
+        }
+        Some(p) => {
+            let s = plot::simulate_svg(&report).map_err(Failure::system)?;
+            std::fs::write(p, s).map_err(|e| Failure::system(format!("cannot write {}: {e}", p.display())))?;
+        }
+        None => {}
+    }
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
