@@ -323,7 +323,10 @@ fn scenarios_by_name_and_random_machines() {
 
 #[test]
 fn runs_are_deterministic() {
-    let sc = Scenario::random(Class::Evgen, 7);
+    // A small random machine (3 nodes, one a CPU-less slow tier), so that
+    // four runs of all six policies stay cheap in a debug build.
+    let sc = Scenario::random(Class::Evgen, 16);
+    assert_eq!((sc.machine.len(), sc.machine.total_cpus()), (3, 8));
     let s = Settings::default();
     let a = run_scenario(&sc, &s);
     let b = run_scenario(&sc, &s);
@@ -333,17 +336,26 @@ fn runs_are_deterministic() {
     assert_eq!(par[1], a);
 }
 
-/// The three targets on the named scenarios and on one random farm per
-/// class (the documented command runs 100 per class), with the four
-/// policies the targets need. numakit vs numad is checked with a 0.3 %
-/// tolerance: where numakit is below numad (JVM-like jobs larger than a
-/// node, which numad binds at first sight, before their memory exists) it
-/// is by less than that; docs/simulate.md lists every such scenario.
+/// The three targets on the named scenarios, one random farm per class and
+/// two farms whose shortfalls in the first run with 100 farms per class led
+/// to rule changes 6 and 7 of docs/simulate.md (the documented command runs
+/// 100 per class; changes 8 and 9 are checked on hand-built snapshots in
+/// `daemon::decide`), with the four policies the targets need.
+///
+/// The strict "numakit ≥ numad on every scenario" is not met (see the
+/// results in docs/simulate.md: on the named scenarios numakit is below numad
+/// on `sim-4s`, `jvm-4s` and `jvm-8n` by less than 0.1 %, mostly JVM-like jobs
+/// larger than a node, which numad binds at first sight before their memory
+/// exists); here it is held to within 0.3 % of numad, so that a regression
+/// shows, and to at least numad on the regression farms.
 #[test]
 fn targets_on_named_and_a_reduced_random_set() {
     let s = Settings::default();
     let mut scenarios = Scenario::named();
     scenarios.extend(Scenario::random_set(1));
+    let regressions = ["random-evgen-68", "random-jvm-76"];
+    scenarios.extend(regressions.iter().filter_map(|n| Scenario::by_name(n)));
+    assert_eq!(scenarios.len(), 14 + 6 + 2);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let report = Report::new(run_all_with(&scenarios, &s, threads, &["untuned", "numad", "numakit", "oracle"]));
     for r in &report.scenarios {
@@ -351,6 +363,10 @@ fn targets_on_named_and_a_reduced_random_set() {
         let d = r.policy("numad").unwrap();
         assert!(k.throughput >= d.throughput * 0.997, "{}: numakit {} < numad {}", r.name, k.vs_oracle, d.vs_oracle);
         assert!(k.vs_untuned >= 0.995, "{}: numakit {} of untuned", r.name, k.vs_untuned);
+        if regressions.contains(&r.name.as_str()) {
+            assert!(k.throughput >= d.throughput, "{}: numakit {} < numad {}", r.name, k.vs_oracle, d.vs_oracle);
+            assert!(k.vs_untuned >= 1.0, "{}: numakit {} of untuned", r.name, k.vs_untuned);
+        }
     }
     assert!(report.targets_named.mean_vs_oracle >= 0.95, "{:?}", report.targets_named);
     assert!(report.targets_named.below_untuned.is_empty());
