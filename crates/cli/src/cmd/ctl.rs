@@ -36,16 +36,19 @@ pub enum CtlCommand {
     /// Never touch a process (PID) or every process of a command name (NAME).
     Exclude {
         /// PID or command name.
+        #[arg(allow_hyphen_values = true)]
         target: String,
     },
     /// Undo an exclusion; manage it even outside the configured include lists.
     Include {
         /// PID or command name.
+        #[arg(allow_hyphen_values = true)]
         target: String,
     },
     /// Drop a PID or command name from both lists and forget the harm it was remembered for.
     Forget {
         /// PID or command name.
+        #[arg(allow_hyphen_values = true)]
         target: String,
     },
     /// Re-read the configuration file.

@@ -109,24 +109,25 @@ fn serve(listener: UnixListener, sys: SysRoot, access: Access, tx: mpsc::Sender<
         let Ok(stream) = conn else { continue };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
         let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-        let resp = match ctl::peer(&stream) {
-            Err(e) => Response::err(format!("cannot read the peer's credentials: {e}")),
-            Ok(p) if !access.allows(&sys, &p) => Response::err(format!(
+        // The request is read before the access check, so that a refused
+        // client reads the refusal instead of a broken pipe.
+        let req = ctl::read_request(&stream);
+        let resp = match (ctl::peer(&stream), req) {
+            (Err(e), _) => Response::err(format!("cannot read the peer's credentials: {e}")),
+            (Ok(p), _) if !access.allows(&sys, &p) => Response::err(format!(
                 "permission denied: uid {} is not root{}",
                 p.uid,
                 access.group.map_or(String::new(), |g| format!(" and not in group {g}"))
             )),
-            Ok(_) => match ctl::read_request(&stream) {
-                Err(e) => Response::err(e),
-                Ok(req) => {
-                    let (rtx, rrx) = mpsc::channel();
-                    if tx.send((req, rtx)).is_err() {
-                        return;
-                    }
-                    rrx.recv_timeout(Duration::from_secs(30))
-                        .unwrap_or_else(|_| Response::err("the daemon did not answer in 30 s"))
+            (Ok(_), Err(e)) => Response::err(e),
+            (Ok(_), Ok(req)) => {
+                let (rtx, rrx) = mpsc::channel();
+                if tx.send((req, rtx)).is_err() {
+                    return;
                 }
-            },
+                rrx.recv_timeout(Duration::from_secs(30))
+                    .unwrap_or_else(|_| Response::err("the daemon did not answer in 30 s"))
+            }
         };
         let _ = ctl::write_response(&stream, &resp);
     }
