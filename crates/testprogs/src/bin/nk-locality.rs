@@ -1,9 +1,11 @@
 //! `nk-locality`: samples the memory locality of processes, for the placer
 //! comparison (bench/placers, crates/cli/tests/vm_placers.rs), without
-//! numakit's own code and without a fork per sample.
+//! numakit's own code and without a fork per sample (under an emulated,
+//! fully busy guest every process start costs seconds).
 //!
 //! ```text
 //! nk-locality --pids P1,P2,... [--secs S] [--interval-ms 1000] [--tick-ms 100]
+//!             [--until-min M --for N] [--cpu-of PID,...|@FILE]
 //! ```
 //!
 //! Every tick it reads each thread's last CPU (`/proc/PID/task/TID/stat`
@@ -12,22 +14,54 @@
 //! prints one line
 //!
 //! ```text
-//! sample t=SECS loc=L min=M pid=PID:LOCAL/TOTAL@RUN_NODES:N0=pages,N3=pages ...
+//! sample t=SECS up=UPTIME loc=L min=M pid=PID:LOCAL/TOTAL@RUN_NODES:N0=pages,N3=pages ...
 //! ```
 //!
 //! where a thread runs on the node it was seen on most often during the
 //! interval, a process's run nodes are those of its threads, its locality
 //! is the share of its pages on its run nodes, `loc` is the page-weighted
 //! locality of all the processes and `min` the lowest one. `t` is seconds
-//! since the start. A process that has gone is left out. It stops after
-//! `--secs` (default: when every process has gone).
+//! since the start, `up` the system's uptime (`/proc/uptime`). A process
+//! that has gone is left out.
+//!
+//! It stops after `--secs`, when every process has gone, or (with
+//! `--until-min M --for N`) once `min` has been at least M in N samples in
+//! a row. Its last line, read at the last sample, says what the run cost:
+//!
+//! ```text
+//! end t=SECS up=UPTIME samples=N stopped=secs|settled|gone targets_sys_s=S
+//!     cpu=PID:USER_S:SYS_S,... pgmigrate_success=D numa_pages_migrated=D ...
+//! ```
+//!
+//! `targets_sys_s` is the system CPU time the sampled processes used since
+//! the start (AutoNUMA's scanning and fault-time migrations are charged to
+//! them), `cpu=` the user and system CPU time of each `--cpu-of` process so
+//! far (numad, the numakit daemon: all their threads; `@FILE`: the PIDs are
+//! read from FILE at the end, for a process started after the sampler), and
+//! the `/proc/vmstat`
+//! NUMA and migration counters are differences since the start.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+/// `/proc/vmstat` counters whose change the end line reports.
+const VMSTAT: [&str; 7] = [
+    "pgmigrate_success",
+    "pgmigrate_fail",
+    "numa_pages_migrated",
+    "numa_pte_updates",
+    "numa_hint_faults",
+    "numa_hint_faults_local",
+    "thp_migration_success",
+];
+
 fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok())
+}
+
+fn pid_list(args: &[String], name: &str) -> Vec<i32> {
+    arg::<String>(args, name).unwrap_or_default().split(',').filter_map(|p| p.trim().parse().ok()).collect()
 }
 
 /// CPU id -> node id, from `/sys/devices/system/node/node*/cpulist`.
@@ -50,10 +84,39 @@ fn cpu_nodes() -> BTreeMap<u32, u32> {
     map
 }
 
-/// The `processor` field (39) of a stat line (the name may hold spaces).
-fn processor(stat: &str) -> Option<u32> {
+/// Field `n` (1-based, as in proc(5)) of a stat line; the name may hold spaces.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
     let rest = &stat[stat.rfind(") ")? + 2..];
-    rest.split_whitespace().nth(36)?.parse().ok()
+    rest.split_whitespace().nth(n.checked_sub(3)?)
+}
+
+/// The `processor` field (39) of a stat line.
+fn processor(stat: &str) -> Option<u32> {
+    stat_field(stat, 39)?.parse().ok()
+}
+
+/// utime and stime (fields 14 and 15) of a process, in seconds.
+fn cpu_times(pid: i32) -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ticks = |n| stat_field(&stat, n).and_then(|v| v.parse::<f64>().ok());
+    // USER_HZ is 100 on every Linux architecture this runs on.
+    Some((ticks(14)? / 100.0, ticks(15)? / 100.0))
+}
+
+fn uptime() -> f64 {
+    std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+fn vmstat() -> BTreeMap<String, i64> {
+    let text = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(k, _)| VMSTAT.contains(k))
+        .filter_map(|(k, v)| Some((k.to_string(), v.trim().parse().ok()?)))
+        .collect()
 }
 
 /// Pages per node over every mapping of a numa_maps text.
@@ -85,72 +148,120 @@ fn tick(pids: &[i32], nodes: &BTreeMap<u32, u32>, seen: &mut Seen) {
     }
 }
 
+/// One sample: (page-weighted locality, lowest process locality, detail),
+/// `None` when every process has gone.
+fn sample(pids: &[i32], seen: &Seen) -> Option<(f64, f64, String)> {
+    let (mut local, mut total, mut min) = (0u64, 0u64, None::<f64>);
+    let mut detail = String::new();
+    for &pid in pids {
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")) else { continue };
+        let pages = pages_per_node(&maps);
+        let run: BTreeSet<u32> = seen
+            .range((pid, 0)..=(pid, u32::MAX))
+            .filter_map(|(_, counts)| counts.iter().max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n))).map(|(n, _)| *n))
+            .collect();
+        let tot: u64 = pages.values().sum();
+        let loc: u64 = pages.iter().filter(|(n, _)| run.contains(n)).map(|(_, p)| p).sum();
+        local += loc;
+        total += tot;
+        let share = if tot > 0 { loc as f64 / tot as f64 } else { 0.0 };
+        min = Some(min.map_or(share, |m: f64| m.min(share)));
+        let run_s: Vec<String> = run.iter().map(u32::to_string).collect();
+        let pages_s: Vec<String> = pages.iter().map(|(n, p)| format!("N{n}={p}")).collect();
+        detail += &format!(" pid={pid}:{loc}/{tot}@{}:{}", run_s.join(","), pages_s.join(","));
+    }
+    let loc = if total > 0 { local as f64 / total as f64 } else { 0.0 };
+    Some((loc, min?, detail))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let pids: Vec<i32> =
-        arg::<String>(&args, "--pids").unwrap_or_default().split(',').filter_map(|p| p.trim().parse().ok()).collect();
+    let pids = pid_list(&args, "--pids");
     if pids.is_empty() {
-        eprintln!("usage: nk-locality --pids P1,P2,... [--secs S] [--interval-ms MS] [--tick-ms MS]");
+        eprintln!(
+            "usage: nk-locality --pids P1,P2,... [--secs S] [--interval-ms MS] [--tick-ms MS] \
+             [--until-min M --for N] [--cpu-of PID,...]"
+        );
         std::process::exit(2);
     }
     let secs: Option<f64> = arg(&args, "--secs");
     let interval = Duration::from_millis(arg(&args, "--interval-ms").unwrap_or(1000));
     let tick_every = Duration::from_millis(arg(&args, "--tick-ms").unwrap_or(100)).min(interval);
+    let until: Option<f64> = arg(&args, "--until-min");
+    let for_n: u32 = arg(&args, "--for").unwrap_or(1).max(1);
+    let cpu_of_arg: String = arg(&args, "--cpu-of").unwrap_or_default();
     let nodes = cpu_nodes();
     let start = Instant::now();
+    let vm0 = vmstat();
+    let sys0: f64 = pids.iter().filter_map(|&p| cpu_times(p)).map(|c| c.1).sum();
     let mut out = std::io::stdout().lock();
-    loop {
+    let (mut samples, mut in_a_row) = (0u32, 0u32);
+    let mut sys_last = sys0;
+    let stopped = loop {
         let window = Instant::now();
         let mut seen = Seen::new();
         while window.elapsed() < interval {
             tick(&pids, &nodes, &mut seen);
             std::thread::sleep(tick_every);
         }
-        let (mut local, mut total, mut min) = (0u64, 0u64, None::<f64>);
-        let mut detail = String::new();
-        for &pid in &pids {
-            let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")) else { continue };
-            let pages = pages_per_node(&maps);
-            let run: BTreeSet<u32> = seen
-                .range((pid, 0)..=(pid, u32::MAX))
-                .filter_map(|(_, counts)| {
-                    counts.iter().max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n))).map(|(n, _)| *n)
-                })
-                .collect();
-            let tot: u64 = pages.values().sum();
-            let loc: u64 = pages.iter().filter(|(n, _)| run.contains(n)).map(|(_, p)| p).sum();
-            local += loc;
-            total += tot;
-            let share = if tot > 0 { loc as f64 / tot as f64 } else { 0.0 };
-            min = Some(min.map_or(share, |m: f64| m.min(share)));
-            let run_s: Vec<String> = run.iter().map(u32::to_string).collect();
-            let pages_s: Vec<String> = pages.iter().map(|(n, p)| format!("N{n}={p}")).collect();
-            detail += &format!(" pid={pid}:{loc}/{tot}@{}:{}", run_s.join(","), pages_s.join(","));
-        }
-        let Some(min) = min else { break };
-        let loc = if total > 0 { local as f64 / total as f64 } else { 0.0 };
+        let Some((loc, min, detail)) = sample(&pids, &seen) else { break "gone" };
+        sys_last = pids.iter().filter_map(|&p| cpu_times(p)).map(|c| c.1).sum::<f64>().max(sys_last);
+        samples += 1;
         let t = start.elapsed().as_secs_f64();
-        if writeln!(out, "sample t={t:.1} loc={loc:.4} min={min:.4}{detail}").and_then(|()| out.flush()).is_err() {
-            break;
+        let line = format!("sample t={t:.1} up={:.2} loc={loc:.4} min={min:.4}{detail}", uptime());
+        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            break "gone";
+        }
+        in_a_row = if until.is_some_and(|m| min >= m) { in_a_row + 1 } else { 0 };
+        if in_a_row >= for_n {
+            break "settled";
         }
         if secs.is_some_and(|s| t >= s) {
-            break;
+            break "secs";
         }
+    };
+    let cpu_of: Vec<i32> = match cpu_of_arg.strip_prefix('@') {
+        Some(file) => std::fs::read_to_string(file).unwrap_or_default(),
+        None => cpu_of_arg,
     }
+    .split([',', ' ', '\n'])
+    .filter_map(|p| p.trim().parse().ok())
+    .collect();
+    let cpu: Vec<String> =
+        cpu_of.iter().filter_map(|&p| cpu_times(p).map(|(u, s)| format!("{p}:{u:.2}:{s:.2}"))).collect();
+    let vm1 = vmstat();
+    let deltas: Vec<String> =
+        vm1.iter().map(|(k, v)| format!("{k}={}", v - vm0.get(k).copied().unwrap_or(0))).collect();
+    let _ = writeln!(
+        out,
+        "end t={:.1} up={:.2} samples={samples} stopped={stopped} targets_sys_s={:.2} cpu={} {}",
+        start.elapsed().as_secs_f64(),
+        uptime(),
+        sys_last - sys0,
+        if cpu.is_empty() { "-".to_string() } else { cpu.join(",") },
+        deltas.join(" ")
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn processor_field_after_a_name_with_spaces() {
-        let mut stat = String::from("42 (a b) c) R");
+    fn stat_line(name: &str) -> String {
+        let mut stat = format!("42 ({name}) R");
         for i in 4..=38 {
             stat += &format!(" {i}");
         }
-        stat += " 7 0 0";
+        stat + " 7 0 0"
+    }
+
+    #[test]
+    fn fields_after_a_name_with_spaces() {
+        let stat = stat_line("a b) c");
         assert_eq!(processor(&stat), Some(7));
+        assert_eq!(stat_field(&stat, 3), Some("R"));
+        assert_eq!(stat_field(&stat, 14), Some("14"));
+        assert_eq!(stat_field(&stat, 2), None);
     }
 
     #[test]
@@ -159,5 +270,21 @@ mod tests {
         let p = pages_per_node(maps);
         assert_eq!(p.get(&0), Some(&2));
         assert_eq!(p.get(&3), Some(&6));
+    }
+
+    #[test]
+    fn locality_of_this_process() {
+        // this test process: its threads run somewhere, its pages are somewhere;
+        // on a one-node machine everything is local
+        let me = std::process::id() as i32;
+        let nodes = cpu_nodes();
+        let mut seen = Seen::new();
+        tick(&[me], &nodes, &mut seen);
+        let (loc, min, detail) = sample(&[me], &seen).expect("this process");
+        assert!((0.0..=1.0).contains(&loc) && (0.0..=1.0).contains(&min), "{detail}");
+        if nodes.values().collect::<BTreeSet<_>>().len() == 1 {
+            assert!(loc > 0.99, "one node: all local: {detail}");
+        }
+        assert!(sample(&[], &seen).is_none());
     }
 }

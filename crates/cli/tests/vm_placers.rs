@@ -1,0 +1,150 @@
+//! Real kernel, side by side (docs/placers.md): numakit's daemon against
+//! Debian's numad on the daemon's scenarios, in a 4-node guest of the QEMU
+//! test bed (bench/placers/topology), one boot:
+//!
+//! * `remote`: a busy 340 MiB process whose pages are on node 0 while busy
+//!   loops pinned to nodes 0-2 make the scheduler run it on node 3;
+//! * `uneven`: three busy 320 MiB processes, the pages of two on node 0 and
+//!   of one on node 1.
+//!
+//! Each scenario runs once under numad and once under `numakit daemon`
+//! (bench/placers/guest.sh, sampled every second by nk-locality), until the
+//! worst process has been 90 % local for five seconds or for 90 s. The test
+//! fails when the set-up did not start remote, or when numakit ends with a
+//! lower locality than numad on any scenario (page-weighted over the
+//! scenario's processes, and for the worst process; one point of tolerance
+//! for the few file pages a sample may see elsewhere). What each did is
+//! printed (`--nocapture`).
+//!
+//! Needs numad on the host (scripts/install-deps; the guest runs the host's
+//! binaries) and nk-hold / nk-locality built beside numakit (`cargo build
+//! --workspace`). Skipped when QEMU cannot run here, failed under `CI=true`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use numakit_testbed::{require_vm, RunSpec, Topology, Vm};
+
+const NK: &str = env!("CARGO_BIN_EXE_numakit");
+const TOPOLOGY: &str = include_str!("../../../bench/placers/topology");
+/// Seconds each placer runs at most; a run ends earlier once the worst
+/// process has been at least 90 % local for [`SETTLE`] samples (numad moves
+/// the 340 MiB within its first scans; the debug numakit, slower than a
+/// release build under TCG, within about a minute).
+const SECS: u32 = 90;
+/// `guest.sh`'s SETTLE: locality and samples in a row that end a run.
+const SETTLE: &str = "0.9:5";
+const TOLERANCE: f64 = 0.01;
+
+/// The `result` line of guest.sh as key -> value.
+fn result(name: &str, out: &numakit_testbed::Output) -> BTreeMap<String, String> {
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("result "))
+        .unwrap_or_else(|| panic!("{name}: no result line\n{}\n{}", out.stdout, out.stderr));
+    line.split_whitespace().skip(1).filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+fn num(r: &BTreeMap<String, String>, key: &str) -> f64 {
+    r.get(key).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no number {key} in {r:?}"))
+}
+
+/// numakit without debug information (21 MB instead of 120 MB), in the
+/// target directory: guest.sh copies the binaries into the guest's memory
+/// over 9p first. Falls back to the binary itself when `strip` fails.
+fn numakit_stripped() -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm_placers");
+    let dest = dir.join("numakit");
+    let ok = std::fs::create_dir_all(&dir).is_ok()
+        && std::process::Command::new("strip").arg("-o").arg(&dest).arg(NK).status().is_ok_and(|s| s.success());
+    if ok {
+        dest.display().to_string()
+    } else {
+        NK.to_string()
+    }
+}
+
+fn numad_installed() -> bool {
+    std::process::Command::new("numad").arg("-V").output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn vm_numakit_reaches_at_least_numads_locality() {
+    require_vm!();
+    if !numad_installed() {
+        let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+        assert!(!ci, "numad is required under CI=true (scripts/install-deps installs it)");
+        eprintln!("skipping: numad is not installed (scripts/install-deps)");
+        return;
+    }
+    let bin = Path::new(NK).parent().expect("binary directory");
+    for b in ["nk-hold", "nk-locality"] {
+        assert!(bin.join(b).is_file(), "{} is missing: cargo build --workspace first", bin.join(b).display());
+    }
+    let opts: Vec<&str> = TOPOLOGY.lines().filter(|l| !l.starts_with('#')).flat_map(str::split_whitespace).collect();
+    let topo = Topology::from_options(&opts).expect("bench/placers/topology");
+
+    let runs: Vec<(String, String)> = ["remote", "uneven"]
+        .iter()
+        .flat_map(|s| {
+            ["numad", "numakit"].map(|p| (format!("{s}.{p}"), format!("sh bench/placers/guest.sh {s} {p} {SECS}")))
+        })
+        .collect();
+    let spec = RunSpec {
+        kernel_args: Some("clearcpuid=erms".into()),
+        ..RunSpec::default()
+            .env("NK", numakit_stripped())
+            .env("HOLD", bin.join("nk-hold").display().to_string())
+            .env("SETTLE", SETTLE)
+            .timeout(Duration::from_secs(1200))
+    };
+    let out = Vm::run_checks(&topo, &runs, spec).unwrap_or_else(|e| panic!("guest: {e}"));
+
+    let mut got = BTreeMap::new();
+    for (name, _) in &runs {
+        let o = &out[name];
+        let r = result(name, o);
+        assert_eq!(r.get("status").map(String::as_str), Some("ok"), "{name}: {r:?}\n{}", o.stdout);
+        eprintln!(
+            "{name}: locality {} -> {} (worst {} -> {}), >= 90% from {} s, {} pages migrated, placer CPU {} s, \
+             over capacity {}, affinity {}",
+            r["start"],
+            r["final"],
+            r["start_min"],
+            r["final_min"],
+            r["t90"],
+            r["pgmigrate_success"],
+            r["placer_cpu_s"],
+            r["over"],
+            r["affinity"]
+        );
+        for l in o.stdout.lines().filter(|l| {
+            l.contains("Advising pid") || l.contains("moved to node") || l.starts_with("log numakit daemon: pid")
+        }) {
+            eprintln!("  {l}");
+        }
+        got.insert(name.clone(), r);
+    }
+
+    for s in ["remote", "uneven"] {
+        for p in ["numad", "numakit"] {
+            let r = &got[&format!("{s}.{p}")];
+            // The set-up really started remote: some process (in `remote` the
+            // only one) had nearly all its pages away from its CPU.
+            assert!(num(r, "start_min") < 0.1, "{s}/{p}: the set-up did not start remote: {r:?}");
+            assert!(num(r, "start") < 0.7, "{s}/{p}: the set-up did not start remote: {r:?}");
+        }
+        let (numad, numakit) = (&got[&format!("{s}.numad")], &got[&format!("{s}.numakit")]);
+        for key in ["final", "final_min"] {
+            assert!(
+                num(numakit, key) + TOLERANCE >= num(numad, key),
+                "{s}: numakit's {key} locality {} is lower than numad's {}\nnumakit: {numakit:?}\nnumad: {numad:?}\n{}",
+                numakit[key],
+                numad[key],
+                out[&format!("{s}.numakit")].stdout
+            );
+        }
+    }
+}
