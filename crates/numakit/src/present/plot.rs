@@ -332,7 +332,7 @@ fn sim_panel(
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::LowerLeft)
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
             .draw()
