@@ -217,6 +217,11 @@ fn daemon_in_four_nodes() {
         return;
     }
     require_vm!();
+    assert!(
+        std::path::Path::new(&hold()).exists(),
+        "{} is missing: build it with `cargo build -p numakit-testprogs` (cargo test --workspace does)",
+        hold()
+    );
     let topo = Topology::named("4n-rr").expect("named topology");
     let checks = vec![
         ("one".to_string(), phase1()),
@@ -251,7 +256,7 @@ fn daemon_in_four_nodes() {
         .unwrap_or_else(|| panic!("(i) A never reached 90% locality in the daemon's log: {}", ctx()));
     assert!(local_at <= first + 3, "(i) 90% locality at scan {local_at}, first seen at scan {first}: {}", ctx());
     // And as the guest sees it at the end, independently of the daemon.
-    let last = o.lines().filter_map(|l| l.strip_prefix("t ")).last().unwrap_or("");
+    let last = o.lines().rev().find_map(|l| l.strip_prefix("t ")).unwrap_or("");
     let final_loc = last.split_whitespace().nth(1).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
     assert!(final_loc >= 0.9, "(i) final locality {final_loc} as the guest reads it: {}", ctx());
     assert_eq!(field(o, "balancing_during"), "0", "AutoNUMA must be off while the daemon runs: {}", ctx());

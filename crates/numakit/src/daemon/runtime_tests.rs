@@ -139,10 +139,12 @@ fn farm(f: &Fake, ticks: u64) {
 }
 
 fn settings(f: &Fake) -> Settings {
-    let mut s = Settings::default();
-    s.state_dir = f.root().join("state");
-    s.log = f.root().join("decisions.jsonl");
-    s.socket = f.root().join("d.sock");
+    let mut s = Settings {
+        state_dir: f.root().join("state"),
+        log: f.root().join("decisions.jsonl"),
+        socket: f.root().join("d.sock"),
+        ..Default::default()
+    };
     s.decide.min_age_s = 10.0;
     s
 }
@@ -256,7 +258,7 @@ fn service_decides_logs_and_answers_control_requests() {
     assert_eq!(log.lines().count(), r.results.len());
     for l in log.lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
-        assert!(v["outcome"].is_string() && v["pid"].is_i64() && v["why"].is_object() == false, "{l}");
+        assert!(v["outcome"].is_string() && v["pid"].is_i64() && !v["why"].is_object(), "{l}");
         assert!(v["reason"]["why"].is_string() && v["ts"].is_string(), "{l}");
     }
     // Status file and counters agree with the log.
