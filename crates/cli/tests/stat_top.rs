@@ -164,11 +164,14 @@ fn live_view_in_tmux() {
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("PID"))
         .skip(1)
-        .take_while(|l| !l.trim().is_empty())
+        // Rows start with a pid; the footer ("31 of 40 matching (...)") ends them.
+        .take_while(|l| {
+            l.split_whitespace().next().is_some_and(|t| t.parse::<u32>().is_ok()) && !l.contains(" matching (")
+        })
         .filter_map(|l| l.split_whitespace().nth(1))
         .collect();
     assert!(!user_col.is_empty(), "no rows for uid {uid}:\n{s}");
-    assert!(user_col.windows(2).all(|w| w[0] == w[1]), "rows of several users:\n{s}");
+    assert!(user_col.windows(2).all(|w| w[0] == w[1]), "rows of several users {user_col:?}:\n{s}");
 
     // Clear the filters, then the help screen and back.
     t.keys(&["c"]);
