@@ -138,6 +138,11 @@ impl Collector {
         Self::default()
     }
 
+    /// Whether a scan was made before (CPU use is known from the next one).
+    pub fn has_baseline(&self) -> bool {
+        self.prev_at.is_some()
+    }
+
     /// CPUs idle at least half of the last window (what `run --auto`
     /// counts as idle).
     pub fn last_idle(&self) -> &CpuSet {

@@ -363,11 +363,23 @@ impl Service {
                 || ctl.include_pids.contains(&pid)
                 || ctl.include_comms.iter().any(|c| c == comm)
         };
+        let first = !self.collector.has_baseline();
         let (snap, counts) = self
             .collector
             .scan(&self.sys, &self.node_cpus, &self.settings, &include, &self.state.history, &managed, mono_s, wall)
             .map_err(|x| ServiceError(x.to_string()))?;
         let cfg = self.effective_config();
+        if first {
+            // The first scan after a start has no window: every CPU use is
+            // unknown (0), and judging or moving on it would be wrong (a
+            // restarted daemon would see every placed process stalled). It
+            // is the baseline; decisions start with the second scan.
+            self.counters.scans += 1;
+            self.counters.processes = counts.processes;
+            self.last = Some(snap);
+            self.write_status();
+            return Ok(ScanReport { counts, ..Default::default() });
+        }
         let decision = decide(&self.machine, &snap, &cfg, &self.state.history);
         let comms: BTreeMap<i32, (String, f64, Option<f64>)> =
             snap.procs.iter().map(|p| (p.pid, (p.comm.clone(), snap.time_s - p.age_s, locality_of(p)))).collect();
