@@ -3,13 +3,14 @@
 //! scenarios in one boot:
 //!
 //! 1. (i) a memory-heavy process (`nk-hold --loop`) whose pages were first
-//!    touched on node 0 while CPU hogs pinned to nodes 0-2 make the
-//!    scheduler run it on node 3 reaches at least 90% locality within three
+//!    touched on node 0 while it ran on CPU 3 (node 3), then unpinned (the
+//!    scheduler keeps it there), reaches at least 90% locality within three
 //!    intervals; (ii) a process its owner pinned (`taskset`) with remote
 //!    memory is never touched; (iii) a process excluded through `numakit
-//!    ctl exclude` at run time is never touched. Kernel AutoNUMA is on
-//!    before the daemon starts (`autonuma = "disable"`): it is off while
-//!    the daemon runs and back on after it exits.
+//!    ctl exclude` at run time is never touched. `kernel.numa_balancing`
+//!    is 2 (tiering only, which moves nothing between these DRAM nodes)
+//!    before the daemon starts with `autonuma = "disable"`: 0 while the
+//!    daemon runs, 2 again after it exits.
 //! 2. (vi) the daemon is killed with SIGKILL after binding a process with
 //!    four threads, and two of those threads are put back on all CPUs (what
 //!    a kill in the middle of the per-thread pass leaves): the next start
