@@ -122,10 +122,29 @@ fn vm_numakit_reaches_at_least_numads_locality() {
             r["over"],
             r["affinity"]
         );
+        // the worst process's locality over time, and the nodes it ran on
+        let trace: Vec<String> = o
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("sample "))
+            .filter_map(|l| {
+                let field = |k: &str| l.split_whitespace().find_map(|f| f.strip_prefix(k));
+                let runs: Vec<&str> = l
+                    .split_whitespace()
+                    .filter_map(|f| f.split_once('@'))
+                    .map(|(_, r)| r.split(':').next().unwrap_or(""))
+                    .collect();
+                Some(format!("{}:{}@{}", field("t=")?, field("min=")?, runs.join("/")))
+            })
+            .collect();
+        eprintln!("  samples (t:worst@nodes run on): {}", trace.join(" "));
         for l in o.stdout.lines().filter(|l| {
             l.contains("Advising pid") || l.contains("moved to node") || l.starts_with("log numakit daemon: pid")
         }) {
             eprintln!("  {l}");
+        }
+        if r.get("over").map(String::as_str) == Some("1") {
+            eprintln!("  note: {name} ends with a node over capacity: {}", r.get("nodes").map_or("", String::as_str));
         }
         got.insert(name.clone(), r);
     }
