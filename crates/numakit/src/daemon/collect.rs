@@ -402,9 +402,7 @@ pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
     let mut by_policy: BTreeMap<&str, u64> = BTreeMap::new();
     for v in numa_maps::views(text) {
         let own = match v.kind {
-            numa_maps::KindView::File(path) => {
-                ["/dev/shm/", "/memfd:", "/SYSV", "/dev/zero", "/anon_hugepage"].iter().any(|p| path.starts_with(p))
-            }
+            numa_maps::KindView::File(path) => stats::process::is_shared_memory_path(path),
             _ => true,
         };
         let mut bytes = 0;

@@ -60,22 +60,9 @@ pub fn is_page_count(key: &str) -> bool {
     key.starts_with("HugePages_")
 }
 
-/// Reads the huge pages of every size under `dir`.
+/// Reads the huge pages of every size under `dir` (the model's reader).
 pub fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysError> {
-    let mut out = Vec::new();
-    for name in sys.list_dir(dir)?.unwrap_or_default() {
-        let Some(kb) = name.strip_prefix("hugepages-").and_then(|s| s.strip_suffix("kB")) else { continue };
-        let Ok(kb) = kb.parse::<u64>() else { continue };
-        let f = |file: &str| sys.read_u64(format!("{dir}/{name}/{file}"));
-        out.push(HugePages {
-            size_bytes: kb * 1024,
-            total: f("nr_hugepages")?.unwrap_or(0),
-            free: f("free_hugepages")?.unwrap_or(0),
-            surplus: f("surplus_hugepages")?.unwrap_or(0),
-        });
-    }
-    out.sort_by_key(|h| h.size_bytes);
-    Ok(out)
+    crate::topo::read_hugepages(sys, dir)
 }
 
 /// Reads every node's memory. Without node folders the machine is one

@@ -76,7 +76,9 @@ pub fn is_own_memory(m: &NumaMapping) -> bool {
     }
 }
 
-fn is_shared_memory_path(path: &str) -> bool {
+/// Whether a file mapping is shared memory placed by the process's own
+/// policy (tmpfs-backed: `/dev/shm`, `memfd:`, SysV segments, `/dev/zero`).
+pub fn is_shared_memory_path(path: &str) -> bool {
     ["/dev/shm/", "/memfd:", "/SYSV", "/dev/zero", "/anon_hugepage"].iter().any(|p| path.starts_with(p))
 }
 

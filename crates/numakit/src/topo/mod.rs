@@ -12,6 +12,7 @@ mod allowed;
 mod cpus;
 mod devices;
 mod nodes;
+pub(crate) use nodes::read_hugepages;
 pub mod synth;
 
 use serde::Serialize;

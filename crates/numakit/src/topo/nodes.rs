@@ -70,7 +70,9 @@ fn read_meminfo(sys: &SysRoot, rel: &str) -> Result<Option<NodeMemory>, SysError
     Ok(Some(NodeMemory { total_bytes: total, free_bytes: free, used_bytes: used }))
 }
 
-fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysError> {
+/// Reads the huge pages of every size under `dir` (`hugepages-<size>kB`
+/// folders), by size.
+pub(crate) fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysError> {
     let mut out = Vec::new();
     for name in sys.list_dir(dir)?.unwrap_or_default() {
         let Some(kb) = name.strip_prefix("hugepages-").and_then(|s| s.strip_suffix("kB")) else { continue };
