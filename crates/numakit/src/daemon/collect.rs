@@ -2,11 +2,14 @@
 //! [`SysRoot`], so tests drive it with fake trees) into a [`Snapshot`].
 //!
 //! Cheap first, costly only for candidates: every process costs one read
-//! of `/proc/PID/stat` (CPU time, start time, resident pages); only those
-//! above the CPU and memory thresholds, or placed by numakit before, get
-//! their `status`, `cgroup`, threads' `stat` and `numa_maps` read. CPU use
-//! is the difference of CPU time between two scans, so a process seen for
-//! the first time counts as idle until the next scan.
+//! of `/proc/PID/statm` (resident pages; the file is kept open, see
+//! [`KeptFiles`]); those at or above the memory threshold, or placed by
+//! numakit before, get `/proc/PID/stat` read (CPU time, start time); only
+//! those also above the CPU threshold get their `status`, `cgroup`,
+//! threads' `stat` and `numa_maps` read. CPU use is the difference of CPU
+//! time between two scans, so a process seen for the first time (or the
+//! first time above the memory threshold) counts as idle until the next
+//! scan.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,6 +19,7 @@ use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
 use crate::procs::{self, numa_maps, pidstat, ProcStat};
 use crate::sets::{CpuSet, NodeSet};
 use crate::stats::{self, meminfo};
+use crate::sys::kept::{open_file_budget, KeptFiles};
 use crate::sys::{stat as cpustat, SysError, SysRoot};
 use crate::topo::Topology;
 
@@ -68,7 +72,7 @@ impl NodeCpus {
 /// Counts of one scan, for status and metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScanCounts {
-    /// Processes looked at (one `stat` read each).
+    /// Processes looked at (one `statm` or `stat` read each).
     pub processes: usize,
     /// Processes whose details (`numa_maps` ...) were read.
     pub detailed: usize,
@@ -117,8 +121,10 @@ struct Seen {
 }
 
 /// Keeps what is needed between scans to turn CPU times into rates.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Collector {
+    statm: KeptFiles<i32>,
+    buf: Vec<u8>,
     prev_at: Option<f64>,
     prev_cpu: Option<cpustat::CpuSample>,
     prev_procs: HashMap<i32, Seen>,
@@ -132,10 +138,31 @@ pub struct Collector {
 /// before.
 pub type ManagedCgroups = BTreeMap<i32, NodeSet>;
 
+impl Default for Collector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Collector {
-    /// A collector with no previous scan.
+    /// A collector with no previous scan; it keeps up to half the files
+    /// this process may open for `statm` reads.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            statm: KeptFiles::new(open_file_budget() / 2),
+            buf: Vec::with_capacity(256),
+            prev_at: None,
+            prev_cpu: None,
+            prev_procs: HashMap::new(),
+            prev_threads: HashMap::new(),
+            last_idle: CpuSet::new(),
+            maps: HashMap::new(),
+        }
+    }
+
+    /// `/proc/PID/statm` files kept open now.
+    pub fn kept_files(&self) -> usize {
+        self.statm.len()
     }
 
     /// Whether a scan was made before (CPU use is known from the next one).
@@ -191,10 +218,46 @@ impl Collector {
         let mut procs_out = Vec::new();
         let mut maps_next = HashMap::new();
         let cfg = &settings.decide;
-        for pid in pidstat::list_pids(sys)? {
-            // One `stat` per process: CPU time (all threads), start time,
-            // resident pages. (`schedstat` is cheaper for the kernel to print
-            // but counts the main thread only.)
+        let pids = pidstat::list_pids(sys)?;
+        for &pid in &pids {
+            // `statm` first: the kernel prints 7 numbers, where `stat` sums
+            // every thread's times and faults and prints 52 fields.
+            // Processes below the memory threshold end here.
+            let by_statm = cfg.min_rss_bytes > 0 && !history.procs.contains_key(&pid);
+            if by_statm {
+                match self.statm.read(sys, pid, || format!("proc/{pid}/statm"), &mut self.buf) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        counts.vanished += 1;
+                        continue;
+                    }
+                    Err(e) if is_permission(&e) => {
+                        counts.unreadable += 1;
+                        continue;
+                    }
+                    Err(e) if is_gone(&e) => {
+                        counts.vanished += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+                let resident = match pidstat::parse_statm_resident(&self.buf) {
+                    Some(pages) => pages * page,
+                    // An empty file: the process exited while being read.
+                    None if self.buf.iter().all(u8::is_ascii_whitespace) => {
+                        counts.vanished += 1;
+                        continue;
+                    }
+                    None => return Err(sys.invalid(format!("proc/{pid}/statm"), "not a statm line")),
+                };
+                counts.processes += 1;
+                if resident < cfg.min_rss_bytes {
+                    continue;
+                }
+            }
+            // `stat`: CPU time (all threads), start time, resident pages.
+            // (`schedstat` is cheaper for the kernel to print but counts
+            // the main thread only.)
             let st = match pidstat::read_proc_stat(sys, pid) {
                 Ok(Some(s)) => s,
                 Ok(None) => {
@@ -208,7 +271,7 @@ impl Collector {
                 Err(e) => return Err(e),
             };
             let cpu_s = st.cpu_ticks as f64 / clk;
-            counts.processes += 1;
+            counts.processes += usize::from(!by_statm);
             // Another start time than last scan: the pid was reused.
             let cpu_use = match (self.prev_procs.get(&pid), window) {
                 (Some(p), Some(w)) if p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s => (cpu_s - p.cpu_s) / w,
@@ -241,6 +304,7 @@ impl Collector {
                 Err(e) => return Err(e),
             }
         }
+        self.statm.retain(|pid| pids.binary_search(pid).is_ok());
         self.prev_at = Some(mono_s);
         self.last_idle = idle.iter().filter(|(_, s)| **s >= 0.5).map(|(c, _)| *c).collect();
         self.prev_cpu = Some(cpu_now);

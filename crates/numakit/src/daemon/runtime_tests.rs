@@ -72,6 +72,7 @@ impl Fake {
         };
         let d = format!("proc/{}", p.pid);
         put(self.root(), &format!("{d}/stat"), &stat(p.pid));
+        put(self.root(), &format!("{d}/statm"), &format!("{} {} 0 0 0 0 0\n", p.rss_pages * 2, p.rss_pages));
         put(self.root(), &format!("{d}/task/{}/stat", p.pid), &stat(p.pid));
         put(
             self.root(),
@@ -168,6 +169,7 @@ fn collector_rates_candidates_and_owner_placement() {
     f.tick(100, 50);
     let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 1.0, 5001.0).unwrap();
     assert_eq!(counts.detailed, 3, "the small process is not read in detail");
+    assert_eq!(counts.processes, 4);
     let a = snap.procs.iter().find(|p| p.pid == 100).unwrap();
     assert!((a.cpu_use - 1.0).abs() < 1e-9, "{}", a.cpu_use);
     assert_eq!(a.mem_per_node.get(&0), Some(&(GIB_PAGES * 4096)));
@@ -355,4 +357,29 @@ fn disable_mode_turns_autonuma_off_and_restores_it_also_after_a_crash() {
         assert!(matches!(o, super::apply::Outcome::NotDone { note } if note.contains("AutoNUMA")), "{o:?}");
     }
     assert!(svc.status()["deferred"].as_str().unwrap().contains("numa_balancing = 1"));
+}
+
+#[test]
+fn small_processes_cost_one_statm_read() {
+    let f = Fake::new();
+    farm(&f, 0);
+    // The small process's `stat` is unreadable garbage: the collector must
+    // not need it (its `statm` says it is below the memory threshold).
+    put(f.root(), "proc/400/stat", "garbage");
+    let sys = f.sys();
+    let topo = Topology::read_nodes_only(&sys).unwrap();
+    let nc = NodeCpus::new(&topo, &CpuSet::new());
+    let s = settings(&f);
+    let all = |_: i32, _: &str, _: &str, _: u32| true;
+    let mut c = Collector::new();
+    let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 0.0, 5000.0).unwrap();
+    assert_eq!((counts.processes, counts.vanished), (4, 0));
+    // A bad `statm` is an error naming the file.
+    put(f.root(), "proc/400/statm", "x y");
+    let e = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 1.0, 5001.0).unwrap_err();
+    assert!(e.to_string().contains("proc/400/statm"), "{e}");
+    // An empty one (the process exited while read) is skipped.
+    put(f.root(), "proc/400/statm", "");
+    let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 2.0, 5002.0).unwrap();
+    assert_eq!((counts.processes, counts.vanished), (3, 1));
 }

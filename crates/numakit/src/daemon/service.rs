@@ -122,6 +122,8 @@ pub struct Service {
     interval_s: f64,
     started: f64,
     deferred: Option<String>,
+    /// When the state file was last written (monotonic seconds).
+    saved_mono_s: Option<f64>,
 }
 
 /// A start or run-time failure, one line.
@@ -139,6 +141,25 @@ pub fn thread_cpu_seconds() -> f64 {
     // SAFETY: `ts` is a valid timespec the call writes.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// How stale the state file may get when nothing changed: observations
+/// lost in a crash cost at most this much re-judging; a change (and its
+/// write-ahead record) is always written at once.
+pub const STATE_SAVE_MAX_AGE_S: f64 = 30.0;
+
+/// Lets this process open as many files as its hard limit allows (the
+/// collector keeps one `statm` file per process open; systemd's default
+/// soft limit is 1024). Only this process's own limit changes.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max.min(1 << 20);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 fn rfc3339(t: f64) -> String {
@@ -162,6 +183,7 @@ impl Service {
         let machine = build_machine(&topo, &node_cpus, &settings)?;
         let state = State::load(&state_path(&settings)).map_err(|x| e(&x))?;
         let log = if dry_run && settings.log.as_os_str().is_empty() { None } else { Some(open_log(&settings.log)?) };
+        raise_open_file_limit();
         let mut s = Service {
             interval_s: settings.interval_min_s,
             sys,
@@ -179,6 +201,7 @@ impl Service {
             last: None,
             started: wall_now(),
             deferred: None,
+            saved_mono_s: None,
         };
         s.globals_at_start()?;
         s.repair();
@@ -397,7 +420,9 @@ impl Service {
                 }
             }
             self.state.history = decision.history.clone();
-            self.save()?;
+            if decision.changes().next().is_some() {
+                self.save()?;
+            }
         } else {
             // Nothing applied: the history must not record moves that did
             // not happen; only the observations (drift, growth) are kept.
@@ -439,7 +464,13 @@ impl Service {
         }
         // Records of processes gone.
         self.state.originals.retain(|pid, _| self.state.history.procs.contains_key(pid));
-        self.save()?;
+        // After a change at once; otherwise the observations (rates,
+        // drift, judgements under way) at most STATE_SAVE_MAX_AGE_S late.
+        let attempted = decision.changes().next().is_some();
+        if attempted || self.saved_mono_s.is_none_or(|t| mono_s - t >= STATE_SAVE_MAX_AGE_S) {
+            self.save()?;
+            self.saved_mono_s = Some(mono_s);
+        }
 
         self.interval_s = if report.changed {
             self.settings.interval_min_s

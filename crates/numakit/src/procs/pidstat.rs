@@ -80,6 +80,15 @@ pub fn read_proc_stat(sys: &SysRoot, pid: i32) -> Result<Option<ProcStat>, SysEr
     }
 }
 
+/// Resident pages (the second field) of a `/proc/PID/statm` text;
+/// `None` if it is not a statm line (an exited process's file is empty).
+pub fn parse_statm_resident(text: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut f = text.split_ascii_whitespace();
+    f.next()?.parse::<u64>().ok()?;
+    f.next()?.parse().ok()
+}
+
 /// Every process id under `/proc`, sorted.
 pub fn list_pids(sys: &SysRoot) -> Result<Vec<i32>, SysError> {
     let mut pids: Vec<i32> = sys

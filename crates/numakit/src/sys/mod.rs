@@ -7,6 +7,7 @@
 //! files that cannot be read (an error naming the file). It never decides
 //! anything and never writes.
 
+pub mod kept;
 pub mod stat;
 
 use std::fs;
