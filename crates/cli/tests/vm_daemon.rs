@@ -3,9 +3,11 @@
 //! scenarios in one boot:
 //!
 //! 1. (i) a memory-heavy process (`nk-hold --loop`) whose pages were first
-//!    touched on node 0 while it ran on CPU 3 (node 3), then unpinned (the
-//!    scheduler keeps it there), reaches at least 90% locality within three
-//!    intervals; (ii) a process its owner pinned (`taskset`) with remote
+//!    touched on node 0 while it ran on CPU 3 (node 3), then unpinned in
+//!    its own cgroup v2 whose cpuset has the CPUs of nodes 1-3 (a batch
+//!    job's cgroup; without it the scheduler may carry the process to its
+//!    memory before the daemon starts), reaches at least 90% locality
+//!    within three intervals; (ii) a process its owner pinned (`taskset`) with remote
 //!    memory is never touched; (iii) a process excluded through `numakit
 //!    ctl exclude` at run time is never touched. `kernel.numa_balancing`
 //!    is 2 (tiering only, which moves nothing between these DRAM nodes)
@@ -21,6 +23,11 @@
 //! 4. (v) 200 processes starting and exiting while the daemon scans and
 //!    migrates: it keeps running, no error escapes, and the log has one
 //!    line with an outcome for every decision its counters report.
+//!
+//! The guest configuration sets `harm_threshold = 0.9`: under TCG a
+//! guest's CPU-time rates swing by tens of percent with the host's load, so
+//! the documented 3% would revert good moves on noise; the do-no-harm rule
+//! itself is proven on hand-built snapshots (`daemon::tests`).
 //!
 //! Skipped when QEMU cannot run here, failed instead under `CI=true`.
 
@@ -75,11 +82,14 @@ fn phase1() -> String {
     format!(
         "{lib}\nmkdir -p /tmp/d1; cat > /tmp/d1/c.toml <<'EOF'\n{cfg}EOF\n\
          sysctl -qw kernel.numa_balancing=0\n\
+         mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup\n\
+         echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control; mkdir -p /sys/fs/cgroup/jobA\n\
+         echo 1-3,5-7 > /sys/fs/cgroup/jobA/cpuset.cpus; echo 0-3 > /sys/fs/cgroup/jobA/cpuset.mems\n\
          taskset -c 3 {hold} --mib 128 --first-touch-node 0 --loop > /tmp/a.out 2>&1 & echo $! > /tmp/a.pid\n\
          taskset -c 1 {hold} --mib 64 --first-touch-node 2 --loop > /tmp/b.out 2>&1 & echo $! > /tmp/b.pid\n\
          taskset -c 2 {hold} --mib 64 --first-touch-node 1 --loop > /tmp/c.out 2>&1 & echo $! > /tmp/c.pid\n\
          wait_ready /tmp/a.out; wait_ready /tmp/b.out; wait_ready /tmp/c.out\n\
-         A=$(cat /tmp/a.pid); B=$(cat /tmp/b.pid); C=$(cat /tmp/c.pid)\n\
+         A=$(cat /tmp/a.pid); B=$(cat /tmp/b.pid); C=$(cat /tmp/c.pid); echo $A > /sys/fs/cgroup/jobA/cgroup.procs\n\
          taskset -a -p -c 0-7 $A >/dev/null; taskset -a -p -c 0-7 $C >/dev/null; sleep 1\n\
          echo \"pids $A $B $C\"\n\
          echo \"before_a $(loc $A)\"; echo \"before_b $(pages $B 2)\"; echo \"before_c $(pages $C 1)\"\n\
@@ -154,11 +164,12 @@ fn phase4() -> String {
     format!(
         "{lib}\nmkdir -p /tmp/d4; cat > /tmp/d4/c.toml <<'EOF'\n{cfg}EOF\n\
          start_daemon /tmp/d4 || exit 1\n\
+         H=''\n\
          for round in $(seq 25); do\n\
-           for j in 1 2 3 4 5 6 7 8; do {hold} --mib 12 --first-touch-node $((j % 4)) --loop --secs $((j % 4 + 1)) >/dev/null 2>&1 & done\n\
+           for j in 1 2 3 4 5 6 7 8; do {hold} --mib 12 --first-touch-node $((j % 4)) --loop --secs $((j % 4 + 1)) >/dev/null 2>&1 & H=\"$H $!\"; done\n\
            sleep 2\n\
          done\n\
-         wait\n\
+         wait $H\n\
          sleep 3\n\
          kill -0 $(cat /tmp/d4/pid) && echo alive\n\
          {NK} ctl --socket /tmp/d4/d.sock status --json | tr -d '\\n'; echo\n\
@@ -204,14 +215,15 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {key:?} line in:\n{out}"))
 }
 
-fn status(out: &str) -> Value {
-    out.lines().filter(|l| l.starts_with("{\"")).find_map(|l| serde_json::from_str(l).ok()).expect("status JSON")
+fn status(out: &str, ctx: &dyn Fn() -> String) -> Value {
+    out.lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["counters"].is_object())
+        .unwrap_or_else(|| panic!("no status JSON from `numakit ctl status`: {}", ctx()))
 }
 
 #[test]
-#[ignore = "not yet green end to end: under TCG the guest's CPU-time rates swing by tens of percent (false \
-            harm reverts, now damped by harm_threshold 0.9 here) and the churn phase outgrew the 1500 s budget; \
-            run with `cargo test -p numakit-cli --test vm_daemon -- --ignored`"]
 fn daemon_in_four_nodes() {
     // NUMAKIT_PRINT_PHASE=N prints phase N's guest script (to run it by hand
     // with `testbed/numakit-vm --topo 4n-rr --script FILE`) and stops.
@@ -233,7 +245,10 @@ fn daemon_in_four_nodes() {
         ("three".to_string(), phase3()),
         ("four".to_string(), phase4()),
     ];
-    let out = Vm::run_checks(&topo, &checks, RunSpec::default().timeout(Duration::from_secs(1500)))
+    // clearcpuid=erms: TCG copies a migrated page a byte at a time with
+    // ERMS (docs/placers.md); without it 128 MiB take about a minute.
+    let spec = RunSpec { kernel_args: Some("clearcpuid=erms".into()), ..RunSpec::default() };
+    let out = Vm::run_checks(&topo, &checks, spec.timeout(Duration::from_secs(1200)))
         .unwrap_or_else(|e| panic!("guest: {e}"));
 
     // 1. (i), (ii), (iii) and AutoNUMA.
@@ -269,11 +284,15 @@ fn daemon_in_four_nodes() {
     assert_eq!(field(o, "aff_b"), "1");
     assert_eq!(field(o, "aff_b2"), "1", "(ii) the owner's pinning was changed: {}", ctx());
     assert!(pages(field(o, "before_b")) > 15000, "set-up: B's 64 MiB on node 2: {}", ctx());
-    assert_eq!(pages(field(o, "after_b")), pages(field(o, "before_b")), "(ii) B's memory moved: {}", ctx());
+    // Its 16384 pages of heap stay on node 2 (the count also holds file
+    // pages of its binary and libraries, which the page cache may drop).
+    let (b0, b1) = (pages(field(o, "before_b")), pages(field(o, "after_b")));
+    assert!(b1 >= 16384 && b1 * 100 >= b0 * 98, "(ii) B's memory moved: {b0} -> {b1} pages on node 2: {}", ctx());
     // (iii) C excluded at run time: untouched.
     assert_eq!(field(o, "aff_c"), field(o, "aff_c2"), "(iii) excluded C's affinity changed: {}", ctx());
     assert!(pages(field(o, "before_c")) > 15000, "set-up: C's 64 MiB on node 1: {}", ctx());
-    assert!(pages(field(o, "after_c")) >= pages(field(o, "before_c")), "(iii) C's memory moved: {}", ctx());
+    let (c0, c1) = (pages(field(o, "before_c")), pages(field(o, "after_c")));
+    assert!(c1 >= 16384 && c1 * 100 >= c0 * 98, "(iii) C's memory moved: {c0} -> {c1} pages on node 1: {}", ctx());
     for (i, what) in [(1, "owner-placed"), (2, "excluded")] {
         let p = pid_of(i);
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(&format!("\"pid\":{p},"))).collect();
@@ -299,7 +318,7 @@ fn daemon_in_four_nodes() {
     assert!(half.contains(&"0-7") && half.contains(&bound[0]), "set-up: not half bound: {}", ctx());
     let repaired: Vec<&str> = field(o, "repaired").split_whitespace().collect();
     assert!(repaired.iter().all(|r| *r == bound[0]), "(vi) not repaired: {}", ctx());
-    assert!(status(o)["counters"]["repairs_total"].as_u64() >= Some(1), "(vi) no repair counted: {}", ctx());
+    assert!(status(o, &ctx)["counters"]["repairs_total"].as_u64() >= Some(1), "(vi) no repair counted: {}", ctx());
 
     // 3. (iv) balanced, no node over capacity.
     let o = &out["three"].stdout;
@@ -338,7 +357,7 @@ fn daemon_in_four_nodes() {
     let o = &out["four"].stdout;
     let ctx = || format!("{o}\n--- stderr\n{}", out["four"].stderr);
     assert!(o.lines().any(|l| l == "alive"), "(v) the daemon died: {}", ctx());
-    let st = status(o);
+    let st = status(o, &ctx);
     let decided: u64 =
         st["counters"]["decisions_total"].as_object().map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
     let lines: u64 = field(o, "lines").parse().unwrap_or(0);

@@ -224,6 +224,13 @@ impl Applier<'_> {
         Outcome::Applied { detail: format!("{verb}: {ok} thread(s) on CPUs {cpus}"), pages_moved: 0 }
     }
 
+    /// Whether the process still exists with an address space (resident
+    /// pages in `statm`): not exited, not a zombie, not mid-exit.
+    fn has_memory(&self, pid: i32) -> bool {
+        let text = self.sys.read(format!("proc/{pid}/statm")).ok().flatten().unwrap_or_default();
+        procs::pidstat::parse_statm_resident(text.as_bytes()).is_some_and(|r| r > 0)
+    }
+
     fn node_pages(&self, pid: i32, node: u32) -> Option<u64> {
         let text = procs::read_numa_maps_text(self.sys, pid).ok().flatten()?;
         let (per, _) = collect::memory_of(&text);
@@ -240,7 +247,13 @@ impl Applier<'_> {
             self.move_some(pid, from, to, pages)
         };
         if let Err(e) = call {
-            return if gone(&e) { Outcome::Gone } else { Outcome::Failed { error: e.to_string() } };
+            // An exiting process has no memory any more; the kernel then
+            // answers EINVAL, not ESRCH.
+            return if gone(&e) || !self.has_memory(pid) {
+                Outcome::Gone
+            } else {
+                Outcome::Failed { error: e.to_string() }
+            };
         }
         let Some(after) = self.node_pages(pid, from) else { return Outcome::Gone };
         let to_after = self.node_pages(pid, to).unwrap_or(0);

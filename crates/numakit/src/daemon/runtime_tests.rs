@@ -383,3 +383,30 @@ fn small_processes_cost_one_statm_read() {
     let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 2.0, 5002.0).unwrap();
     assert_eq!((counts.processes, counts.vanished), (3, 1));
 }
+
+#[test]
+fn the_daemon_never_places_itself() {
+    let f = Fake::new();
+    let me = std::process::id() as i32;
+    let myself = |ticks| P {
+        pid: me,
+        comm: "numakit",
+        ticks,
+        cpu: 3,
+        rss_pages: GIB_PAGES,
+        allowed: "0-7",
+        pages: &[(0, GIB_PAGES)],
+        policy: "default",
+    };
+    farm(&f, 0);
+    f.proc(&myself(0));
+    let s = settings(&f);
+    let mut svc = Service::start(f.sys(), s, None, true).unwrap();
+    svc.scan(0.0).unwrap();
+    farm(&f, 100);
+    f.proc(&myself(100));
+    f.tick(100, 50);
+    let r = svc.scan(1.0).unwrap();
+    assert!(r.results.iter().any(|(a, _)| a.pid == 100), "the same process under another pid is decided on");
+    assert!(r.results.iter().all(|(a, _)| a.pid != me), "{:?}", r.results);
+}

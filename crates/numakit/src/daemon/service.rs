@@ -381,10 +381,14 @@ impl Service {
             .collect();
         let ctl = self.state.ctl.clone();
         let settings = self.settings.clone();
+        // Never the daemon itself (its RSS and CPU use can pass low
+        // thresholds), whatever the lists say.
+        let me = std::process::id() as i32;
         let include = move |pid: i32, comm: &str, cgroup: &str, uid: u32| {
-            settings.included(pid, comm, cgroup, uid)
-                || ctl.include_pids.contains(&pid)
-                || ctl.include_comms.iter().any(|c| c == comm)
+            pid != me
+                && (settings.included(pid, comm, cgroup, uid)
+                    || ctl.include_pids.contains(&pid)
+                    || ctl.include_comms.iter().any(|c| c == comm))
         };
         let first = !self.collector.has_baseline();
         let (snap, counts) = self
