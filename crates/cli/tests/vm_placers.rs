@@ -71,8 +71,6 @@ fn numad_installed() -> bool {
 }
 
 #[test]
-#[ignore = "not yet run green in CI time: under TCG numakit's do-no-harm check can undo a good move on emulation noise; \
-            run with `cargo test -p numakit-cli --test vm_placers -- --ignored`"]
 fn vm_numakit_reaches_at_least_numads_locality() {
     require_vm!();
     if !numad_installed() {

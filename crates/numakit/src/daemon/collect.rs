@@ -128,7 +128,8 @@ pub struct Collector {
     prev_at: Option<f64>,
     prev_cpu: Option<cpustat::CpuSample>,
     prev_procs: HashMap<i32, Seen>,
-    prev_threads: HashMap<i32, u64>,
+    /// Per thread: CPU ticks and the node of its last CPU at the last scan.
+    prev_threads: HashMap<i32, (u64, Option<u32>)>,
     last_idle: CpuSet,
     maps: HashMap<i32, MapsEntry>,
 }
@@ -329,7 +330,7 @@ impl Collector {
         managed: &ManagedCgroups,
         st: &ProcStat,
         ctx: &Ctx,
-        threads_seen: &mut HashMap<i32, u64>,
+        threads_seen: &mut HashMap<i32, (u64, Option<u32>)>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
         let Ctx { cpu_use, rss, age_s, window, mono_s, settling } = *ctx;
         let pid = st.pid;
@@ -346,7 +347,11 @@ impl Collector {
         };
 
         // Threads: CPU time per node over the window, by each thread's
-        // last CPU.
+        // last CPU. `stat` tells only where a thread is now: one that was
+        // on another node at the last scan moved at an unknown moment of
+        // the window, so its time is split half and half (the expectation
+        // for a uniform moment), not all given to where it happens to be
+        // (a scheduler's bounce onto a busy node would look like room).
         let clk = stats::clock_ticks_per_sec();
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
@@ -354,12 +359,19 @@ impl Collector {
         for tid in procs::thread_ids(sys, pid)? {
             let Some(text) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
             let Some(t) = pidstat::parse_proc_stat(&text) else { continue };
-            threads_seen.insert(tid, t.cpu_ticks);
-            let Some(node) = t.processor.and_then(|c| node_cpus.node_of(c)) else { continue };
+            let node = t.processor.and_then(|c| node_cpus.node_of(c));
+            threads_seen.insert(tid, (t.cpu_ticks, node));
+            let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
-            if let (Some(prev), Some(w)) = (self.prev_threads.get(&tid), window) {
+            if let (Some((prev, prev_node)), Some(w)) = (self.prev_threads.get(&tid), window) {
                 let used = t.cpu_ticks.saturating_sub(*prev) as f64 / clk / w;
-                *cpu_per_node.entry(node).or_default() += used;
+                match prev_node {
+                    Some(pn) if *pn != node => {
+                        *cpu_per_node.entry(node).or_default() += used / 2.0;
+                        *cpu_per_node.entry(*pn).or_default() += used / 2.0;
+                    }
+                    _ => *cpu_per_node.entry(node).or_default() += used,
+                }
                 measured += used;
             }
         }

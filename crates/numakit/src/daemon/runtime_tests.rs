@@ -410,3 +410,43 @@ fn the_daemon_never_places_itself() {
     assert!(r.results.iter().any(|(a, _)| a.pid == 100), "the same process under another pid is decided on");
     assert!(r.results.iter().all(|(a, _)| a.pid != me), "{:?}", r.results);
 }
+
+#[test]
+fn a_thread_that_changed_node_has_its_window_split_between_both() {
+    let f = Fake::new();
+    let sys = f.sys();
+    let topo = Topology::read_nodes_only(&sys).unwrap();
+    let nc = NodeCpus::new(&topo, &CpuSet::new());
+    let s = settings(&f);
+    let all = |_: i32, _: &str, _: &str, _: u32| true;
+    let mut c = Collector::new();
+    let at = |ticks, cpu| P {
+        pid: 100,
+        comm: "reco",
+        ticks,
+        cpu,
+        rss_pages: GIB_PAGES,
+        allowed: "0-7",
+        pages: &[(0, GIB_PAGES)],
+        policy: "default",
+    };
+    let mut scan = |t: u64, cpu: u32| {
+        f.proc(&at(t * 100, cpu));
+        f.tick(t * 100, t * 50);
+        let h = History::new();
+        c.scan(&sys, &nc, &s, &all, &h, &Default::default(), t as f64, 5000.0 + t as f64).unwrap().0
+    };
+    scan(0, 3);
+    scan(1, 3);
+    // Still on CPU 3 (node 3): the whole second there.
+    let snap = scan(2, 3);
+    assert_eq!(snap.procs[0].cpu_per_node.get(&3), Some(&1.0));
+    // Now seen on CPU 1 (node 1): it moved at some moment of the window.
+    let snap = scan(3, 1);
+    let per = &snap.procs[0].cpu_per_node;
+    assert_eq!((per.get(&1), per.get(&3)), (Some(&0.5), Some(&0.5)), "{per:?}");
+    // Seen on node 1 twice: all of it there.
+    let snap = scan(4, 1);
+    assert_eq!(snap.procs[0].cpu_per_node.get(&1), Some(&1.0));
+    assert_eq!(snap.procs[0].cpu_per_node.get(&3), None);
+}
