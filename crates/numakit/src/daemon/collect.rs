@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::history::History;
 use super::settings::Settings;
 use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use crate::procs::counters::{Event, ThreadCounters};
 use crate::procs::{self, numa_maps, pidstat, ProcStat};
 use crate::sets::{CpuSet, NodeSet};
 use crate::stats::{self, meminfo};
@@ -124,6 +125,8 @@ struct Seen {
 #[derive(Debug)]
 pub struct Collector {
     statm: KeptFiles<i32>,
+    /// Instructions retired by the candidates' threads (live system only).
+    counters: Option<ThreadCounters>,
     buf: Vec<u8>,
     prev_at: Option<f64>,
     prev_cpu: Option<cpustat::CpuSample>,
@@ -151,6 +154,7 @@ impl Collector {
     pub fn new() -> Self {
         Self {
             statm: KeptFiles::new(open_file_budget() / 2),
+            counters: Some(ThreadCounters::new(Event::Instructions)),
             buf: Vec::with_capacity(256),
             prev_at: None,
             prev_cpu: None,
@@ -164,6 +168,18 @@ impl Collector {
     /// `/proc/PID/statm` files kept open now.
     pub fn kept_files(&self) -> usize {
         self.statm.len()
+    }
+
+    /// What progress is measured with: `"instructions"` when the
+    /// candidates' instructions are counted, else `"cpu-time"` and why.
+    pub fn progress_measure(&self) -> (&'static str, Option<&str>) {
+        match &self.counters {
+            Some(c) => match c.unavailable() {
+                None => ("instructions", None),
+                Some(why) => ("cpu-time", Some(why)),
+            },
+            None => ("cpu-time", Some("not the live system")),
+        }
     }
 
     /// Whether a scan was made before (CPU use is known from the next one).
@@ -220,6 +236,9 @@ impl Collector {
         let mut maps_next = HashMap::new();
         let cfg = &settings.decide;
         let pids = pidstat::list_pids(sys)?;
+        // Hardware counters only for the running system (not a dump).
+        let mut counters = if sys.is_live() { self.counters.take() } else { None };
+        let mut counted = Vec::new();
         for &pid in &pids {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
@@ -292,8 +311,9 @@ impl Collector {
                 continue;
             }
             let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling };
-            match self.details(sys, node_cpus, include, managed, &st, &ctx, &mut threads_seen) {
+            match self.details(sys, node_cpus, include, managed, &st, &ctx, &mut threads_seen, counters.as_mut()) {
                 Ok(Some((p, entry, fresh))) => {
+                    counted.push(pid);
                     counts.detailed += 1;
                     counts.numa_maps_read += usize::from(fresh);
                     maps_next.insert(pid, entry);
@@ -306,6 +326,12 @@ impl Collector {
             }
         }
         self.statm.retain(|pid| pids.binary_search(pid).is_ok());
+        // Counters of processes that are no candidates now are closed: when
+        // they come back their window starts afresh.
+        if let Some(mut c) = counters {
+            c.retain(|pid| counted.contains(&pid));
+            self.counters = Some(c);
+        }
         self.prev_at = Some(mono_s);
         self.last_idle = idle.iter().filter(|(_, s)| **s >= 0.5).map(|(c, _)| *c).collect();
         self.prev_cpu = Some(cpu_now);
@@ -331,6 +357,7 @@ impl Collector {
         st: &ProcStat,
         ctx: &Ctx,
         threads_seen: &mut HashMap<i32, (u64, Option<u32>)>,
+        counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
         let Ctx { cpu_use, rss, age_s, window, mono_s, settling } = *ctx;
         let pid = st.pid;
@@ -356,7 +383,9 @@ impl Collector {
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
         let mut measured = 0.0;
-        for tid in procs::thread_ids(sys, pid)? {
+        let tids = procs::thread_ids(sys, pid)?;
+        let instr_rate = counters.and_then(|c| c.rate(pid, &tids, mono_s));
+        for &tid in &tids {
             let Some(text) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
             let Some(t) = pidstat::parse_proc_stat(&text) else { continue };
             let node = t.processor.and_then(|c| node_cpus.node_of(c));
@@ -416,7 +445,7 @@ impl Collector {
                 mem_policy,
                 owner_pinned,
                 age_s,
-                progress: Progress { cpu_rate: cpu_use, instr_rate: None },
+                progress: Progress { cpu_rate: cpu_use, instr_rate },
                 mem_stall_share: None,
             },
             entry,

@@ -596,6 +596,7 @@ impl Service {
                 .map(|(n, _)| n.clone()).collect::<Vec<_>>(),
             "reverts_ever": self.state.history.reverts,
             "globals_changed": self.state.globals,
+            "progress_measure": {"by": self.collector.progress_measure().0, "why": self.collector.progress_measure().1},
         })
     }
 

@@ -5,6 +5,7 @@
 //! process list, owner, `cmdline`, `sched`). Read through [`SysRoot`]; a
 //! process that has exited is `Ok(None)`, not an error.
 
+pub mod counters;
 pub mod numa_maps;
 pub mod pidstat;
 

@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(kept.len(), 1);
         // Read again through the kept file.
         assert!(kept.read(&sys, pid, || format!("proc/{pid}/stat"), &mut buf).unwrap());
-        assert!(String::from_utf8_lossy(&buf).starts_with(&format!("{pid} (sleep) S")));
+        assert!(String::from_utf8_lossy(&buf).starts_with(&format!("{pid} (sleep) ")));
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!kept.read(&sys, pid, || format!("proc/{pid}/stat"), &mut buf).unwrap());
