@@ -843,11 +843,24 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         // allowed.
         let cooling = rec.and_then(|r| r.last_move_s).filter(|last| now - last < cfg.cooldown_s);
         let f = &all_facts[&p.pid];
+        let current = placed.filter(|_| ours).map(|pl| v.idx(&pl.cpu_nodes));
+        // Pages of numakit's placement away from the home memory of the
+        // nodes its threads are bound to (left behind by "CPUs now, pages
+        // later", or allocated elsewhere when those nodes were full).
+        // Only nodes with memory of their own: a memory-less node's home is
+        // another node, shared with its neighbours (a firmware-distance
+        // gain, and a bandwidth the daemon is not told).
+        let own_memory = |t: &[usize]| t.iter().all(|&a| v.homes[a] == [a]);
+        let pages_away = current.as_ref().is_some_and(|cur| {
+            own_memory(cur) && (0..v.n()).any(|b| !cur.contains(&b) && f.mem[b] >= cfg.page_bytes.max(1) as f64)
+        });
         // A judged placement of numakit's that no move could improve enough
-        // (even to all-local) is left as it is without evaluating options.
+        // (even to all-local), and that has no pages left to bring home, is
+        // left as it is without evaluating options.
         if ours
             && cooling.is_none()
             && placed.is_some_and(|pl| pl.judged)
+            && !pages_away
             && speedup(f.q, f.ratio_now, 1.0) < cfg.min_gain * cfg.stickiness
         {
             actions.push(keep(p.pid, Why::InPlace));
@@ -855,7 +868,6 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         }
         let drift_p = 1.0 - (-drift_rate * p.age_s.min(cfg.max_horizon_s)).exp();
         let mut best: Option<Opt> = None;
-        let current = placed.filter(|_| ours).map(|pl| v.idx(&pl.cpu_nodes));
         let mut options: Vec<Opt> = Vec::new();
         for t in target_sets(&v, p, f) {
             // Where numakit placed it, only finishing the move (its pages)
@@ -900,11 +912,21 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             continue;
         };
         let stick = if ours { cfg.stickiness } else { 1.0 };
+        // Bringing the pages of numakit's own placement home to the memory
+        // of the nodes its threads are bound to moves no thread and
+        // displaces nobody: it can only make accesses local. It is not a
+        // move elsewhere (no stickiness) and its gain is not in doubt, only
+        // its size: it must pay for its pages, with the same margin as any
+        // move.
+        let finish =
+            ours && current.as_ref() == Some(&o.cpu) && own_memory(&o.cpu) && o.displaced <= 0.0 && !o.moves.is_empty();
         // A pin in place costs nothing and is judged by CPU time (what it
         // could harm), so any expected gain will do; a move must pass both
         // thresholds.
         let pays = if o.pin_only && !ours {
             o.gain > 0.0
+        } else if finish {
+            o.gain > 0.0 && o.benefit_s >= cfg.min_benefit_over_cost * o.cost_s
         } else {
             o.gain >= cfg.min_gain * stick && o.benefit_s >= cfg.min_benefit_over_cost * stick * o.cost_s
         };
@@ -1304,5 +1326,34 @@ mod changed_rules {
         };
         // Two displaced threads of 200 MB, counted twice.
         assert!((cost_s - 4.0 * 200e6 / GB as f64).abs() < 0.05, "{cost_s}");
+    }
+
+    /// Change 11: numakit bound a process's CPUs to node 0 and left a third
+    /// of its pages on node 1 ("CPUs now, pages later"); bringing them home
+    /// gains less than `min_gain` (its stall share is small) but pays its
+    /// pages many times over: they move.
+    #[test]
+    fn pages_left_behind_by_our_own_placement_come_home_when_they_pay() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        let mut p = proc_(1, "java", &[(0, 1.0)], &[(0, 2), (1, 1)], 0.04);
+        p.age_s = 3600.0;
+        p.affinity = ns("0");
+        p.mem_policy = MemPolicy::Preferred(ns("0"));
+        let mut h = History::new();
+        placed(&mut h, &p, 1200.0, "0", "0", "0-63", true);
+        h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+        let d = decide(&m, &snap(1200.0, &[(0, 3.0, 5), (1, 4.0, 6)], vec![p]), &Config::default(), &h);
+        let c: Vec<&ActionKind> = d.changes().map(|a| &a.kind).collect();
+        assert_eq!(
+            c,
+            [
+                &ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") },
+                &ActionKind::Migrate { from: 1, to: 0, pages: GB / 4096 }
+            ],
+            "{:#?}",
+            d.actions
+        );
+        let Some(Why::Improve { gain, .. }) = d.changes().next().map(|a| &a.reason) else { panic!() };
+        assert!(*gain > 0.0 && *gain < Config::default().min_gain, "{gain}");
     }
 }
