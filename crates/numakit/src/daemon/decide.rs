@@ -309,8 +309,10 @@ fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
 
 /// Node sets worth evaluating: every allowed CPU node, and when the
 /// process is larger than a node (CPUs or memory) the nearest groups
-/// grown from every node, as `place::auto` does for `run --auto`.
-fn target_sets(v: &View, p: &ProcInfo, f: &Facts) -> Vec<Vec<usize>> {
+/// grown from every node, as `place::auto` does for `run --auto` (among
+/// equally near nodes, those with more CPUs the process could have: not
+/// bound by others, numakit's pins it may undo counted as available).
+fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let need = p.cpu_use.max(0.0);
     let mem_need: f64 = f.mem.iter().sum();
@@ -328,10 +330,22 @@ fn target_sets(v: &View, p: &ProcInfo, f: &Facts) -> Vec<Vec<usize>> {
     // Grown from every node too small on its own (not only when every node
     // is): on uneven machines a process may fit a few big nodes nominally
     // while the room it needs is only to be had on groups of small ones.
+    let mut avail: Vec<f64> = (0..v.n()).map(|a| v.cpus(a) - (book.bound[a] - f.own_bound[a])).collect();
+    for x in undoable(book, f, need) {
+        for (a, l) in x.1.iter().enumerate() {
+            avail[a] += l;
+        }
+    }
+    // (In half CPUs: fractions of spread loads do not reorder equals.)
+    let avail: Vec<f64> = avail.iter().map(|x| (x * 2.0).round() / 2.0).collect();
     for &start in &f.allowed {
         let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
         others.sort_by(|&x, &y| {
-            v.r[start][x].total_cmp(&v.r[start][y]).then(v.cpus(y).total_cmp(&v.cpus(x))).then(x.cmp(&y))
+            v.r[start][x]
+                .total_cmp(&v.r[start][y])
+                .then(avail[y].total_cmp(&avail[x]))
+                .then(v.cpus(y).total_cmp(&v.cpus(x)))
+                .then(x.cmp(&y))
         });
         let mut g = vec![start];
         for o in others {
@@ -869,7 +883,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         let drift_p = 1.0 - (-drift_rate * p.age_s.min(cfg.max_horizon_s)).exp();
         let mut best: Option<Opt> = None;
         let mut options: Vec<Opt> = Vec::new();
-        for t in target_sets(&v, p, f) {
+        for t in target_sets(&v, p, f, &book) {
             // Where numakit placed it, only finishing the move (its pages)
             // is a new option; while cooling down, nothing else.
             let same = current.as_ref() == Some(&t);
@@ -1355,5 +1369,26 @@ mod changed_rules {
         );
         let Some(Why::Improve { gain, .. }) = d.changes().next().map(|a| &a.reason) else { panic!() };
         assert!(*gain > 0.0 && *gain < Config::default().min_gain, "{gain}");
+    }
+
+    /// Change 12: a 6-thread process on 4-CPU nodes; node 0, the first of
+    /// its socket, is full of owner-pinned jobs. Groups were grown with
+    /// equally near nodes by size and index, so every group took node 0
+    /// and none fitted; now by the CPUs the process could have there.
+    #[test]
+    fn groups_grow_with_nodes_that_have_room() {
+        let m = machine(
+            &[(0, 4, 8), (1, 4, 8), (2, 4, 8), (3, 4, 8)],
+            vec![vec![10, 11, 11, 21], vec![11, 10, 11, 21], vec![11, 11, 10, 21], vec![21, 21, 21, 10]],
+        );
+        let mut procs = vec![proc_(1, "java", &[(1, 2.0), (2, 2.0), (3, 2.0)], &[(1, 2), (2, 2), (3, 1)], 0.4)];
+        for pid in 10..14 {
+            let mut p = proc_(pid, "owner", &[(0, 1.0)], &[(0, 1)], 0.1);
+            p.affinity = ns("0");
+            procs.push(p);
+        }
+        let free = [(0, 0.0, 3), (1, 2.0, 5), (2, 2.0, 5), (3, 2.0, 6)];
+        let d = decide(&m, &snap(1000.0, &free, procs), &Config::default(), &History::new());
+        assert_eq!(binds(&d), [(1, "1-2".to_string())], "{:#?}", d.actions);
     }
 }
