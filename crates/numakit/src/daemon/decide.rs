@@ -101,9 +101,30 @@ struct Book {
     ours: Vec<f64>,
     /// numakit's placements: pid, load per node, expected gain.
     pins: Vec<(i32, Vec<f64>, f64)>,
-    /// Memory per CPU of the processes running on each node (what follows
-    /// a displaced thread).
+    /// Memory per CPU of the processes running on each node.
     mem_per_cpu: Vec<f64>,
+    /// Memory (bytes, each process's in proportion to its CPU use there) and
+    /// CPU use of the processes running on each node.
+    node_mem: Vec<f64>,
+    node_cpu: Vec<f64>,
+    /// Memory per CPU of every process, over the machine.
+    mem_per_cpu_all: f64,
+}
+
+/// Memory per CPU of the processes other than `f`'s running on node `a`:
+/// what follows a thread that `f` displaces from there (its own memory
+/// does not follow the threads it displaces). When the snapshot shows
+/// nobody else there, the machine's average per CPU (as for a node
+/// without CPU use).
+fn others_mem_per_cpu(book: &Book, f: &Facts, a: usize) -> f64 {
+    let own_cpu: f64 = f.own_cpu.iter().sum();
+    let own_mem = if own_cpu > 0.0 { f.mem_total * f.own_cpu[a] / own_cpu } else { 0.0 };
+    let cpu = book.node_cpu[a] - f.own_cpu[a];
+    if cpu > 1e-9 {
+        (book.node_mem[a] - own_mem).max(0.0) / cpu
+    } else {
+        book.mem_per_cpu_all
+    }
 }
 
 /// Memory a move must leave free on a node: the configured margin, and at
@@ -233,6 +254,8 @@ struct Facts {
     own_ours: Vec<f64>,
     /// Memory growth, bytes per second (0 until seen twice).
     growth: f64,
+    /// Its memory, bytes (as the book counts it).
+    mem_total: f64,
 }
 
 fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
@@ -280,13 +303,16 @@ fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
         own_ours: if ours { own_bound.clone() } else { vec![0.0; v.n()] },
         own_bound,
         growth: 0.0,
+        mem_total: p.mem_total() as f64,
     }
 }
 
 /// Node sets worth evaluating: every allowed CPU node, and when the
 /// process is larger than a node (CPUs or memory) the nearest groups
-/// grown from every node, as `place::auto` does for `run --auto`.
-fn target_sets(v: &View, p: &ProcInfo, f: &Facts) -> Vec<Vec<usize>> {
+/// grown from every node, as `place::auto` does for `run --auto` (among
+/// equally near nodes, those with more CPUs the process could have: not
+/// bound by others, numakit's pins it may undo counted as available).
+fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let need = p.cpu_use.max(0.0);
     let mem_need: f64 = f.mem.iter().sum();
@@ -304,10 +330,22 @@ fn target_sets(v: &View, p: &ProcInfo, f: &Facts) -> Vec<Vec<usize>> {
     // Grown from every node too small on its own (not only when every node
     // is): on uneven machines a process may fit a few big nodes nominally
     // while the room it needs is only to be had on groups of small ones.
+    let mut avail: Vec<f64> = (0..v.n()).map(|a| v.cpus(a) - (book.bound[a] - f.own_bound[a])).collect();
+    for x in undoable(book, f, need) {
+        for (a, l) in x.1.iter().enumerate() {
+            avail[a] += l;
+        }
+    }
+    // (In half CPUs: fractions of spread loads do not reorder equals.)
+    let avail: Vec<f64> = avail.iter().map(|x| (x * 2.0).round() / 2.0).collect();
     for &start in &f.allowed {
         let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
         others.sort_by(|&x, &y| {
-            v.r[start][x].total_cmp(&v.r[start][y]).then(v.cpus(y).total_cmp(&v.cpus(x))).then(x.cmp(&y))
+            v.r[start][x]
+                .total_cmp(&v.r[start][y])
+                .then(avail[y].total_cmp(&avail[x]))
+                .then(v.cpus(y).total_cmp(&v.cpus(x)))
+                .then(x.cmp(&y))
         });
         let mut g = vec![start];
         for o in others {
@@ -456,7 +494,7 @@ fn evaluate(
     // Displaced threads' memory has to follow them later (the same cost),
     // counted twice for the time they run remote before it does.
     let disp_mem = if displaced > 0.0 {
-        let per: f64 = t.iter().map(|&a| book.mem_per_cpu[a]).sum::<f64>() / t.len().max(1) as f64;
+        let per: f64 = t.iter().map(|&a| others_mem_per_cpu(book, f, a)).sum::<f64>() / t.len().max(1) as f64;
         2.0 * displaced * per
     } else {
         0.0
@@ -570,6 +608,9 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         ours: vec![0.0; v.n()],
         pins: Vec::new(),
         mem_per_cpu: vec![0.0; v.n()],
+        node_mem: vec![0.0; v.n()],
+        node_cpu: vec![0.0; v.n()],
+        mem_per_cpu_all: 0.0,
     };
     {
         let mut mem = vec![0.0; v.n()];
@@ -587,6 +628,9 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         for i in 0..v.n() {
             book.mem_per_cpu[i] = if cpu[i] > 0.0 { mem[i] / cpu[i] } else { all };
         }
+        book.node_mem = mem;
+        book.node_cpu = cpu;
+        book.mem_per_cpu_all = all;
     }
     for ns in &snap.nodes {
         if let Some(i) = machine.index(ns.id) {
@@ -813,11 +857,24 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         // allowed.
         let cooling = rec.and_then(|r| r.last_move_s).filter(|last| now - last < cfg.cooldown_s);
         let f = &all_facts[&p.pid];
+        let current = placed.filter(|_| ours).map(|pl| v.idx(&pl.cpu_nodes));
+        // Pages of numakit's placement away from the home memory of the
+        // nodes its threads are bound to (left behind by "CPUs now, pages
+        // later", or allocated elsewhere when those nodes were full).
+        // Only nodes with memory of their own: a memory-less node's home is
+        // another node, shared with its neighbours (a firmware-distance
+        // gain, and a bandwidth the daemon is not told).
+        let own_memory = |t: &[usize]| t.iter().all(|&a| v.homes[a] == [a]);
+        let pages_away = current.as_ref().is_some_and(|cur| {
+            own_memory(cur) && (0..v.n()).any(|b| !cur.contains(&b) && f.mem[b] >= cfg.page_bytes.max(1) as f64)
+        });
         // A judged placement of numakit's that no move could improve enough
-        // (even to all-local) is left as it is without evaluating options.
+        // (even to all-local), and that has no pages left to bring home, is
+        // left as it is without evaluating options.
         if ours
             && cooling.is_none()
             && placed.is_some_and(|pl| pl.judged)
+            && !pages_away
             && speedup(f.q, f.ratio_now, 1.0) < cfg.min_gain * cfg.stickiness
         {
             actions.push(keep(p.pid, Why::InPlace));
@@ -825,9 +882,8 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         }
         let drift_p = 1.0 - (-drift_rate * p.age_s.min(cfg.max_horizon_s)).exp();
         let mut best: Option<Opt> = None;
-        let current = placed.filter(|_| ours).map(|pl| v.idx(&pl.cpu_nodes));
         let mut options: Vec<Opt> = Vec::new();
-        for t in target_sets(&v, p, f) {
+        for t in target_sets(&v, p, f, &book) {
             // Where numakit placed it, only finishing the move (its pages)
             // is a new option; while cooling down, nothing else.
             let same = current.as_ref() == Some(&t);
@@ -870,11 +926,21 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             continue;
         };
         let stick = if ours { cfg.stickiness } else { 1.0 };
+        // Bringing the pages of numakit's own placement home to the memory
+        // of the nodes its threads are bound to moves no thread and
+        // displaces nobody: it can only make accesses local. It is not a
+        // move elsewhere (no stickiness) and its gain is not in doubt, only
+        // its size: it must pay for its pages, with the same margin as any
+        // move.
+        let finish =
+            ours && current.as_ref() == Some(&o.cpu) && own_memory(&o.cpu) && o.displaced <= 0.0 && !o.moves.is_empty();
         // A pin in place costs nothing and is judged by CPU time (what it
         // could harm), so any expected gain will do; a move must pass both
         // thresholds.
         let pays = if o.pin_only && !ours {
             o.gain > 0.0
+        } else if finish {
+            o.gain > 0.0 && o.benefit_s >= cfg.min_benefit_over_cost * o.cost_s
         } else {
             o.gain >= cfg.min_gain * stick && o.benefit_s >= cfg.min_benefit_over_cost * stick * o.cost_s
         };
@@ -1060,7 +1126,8 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
 }
 
 /// The rules changed after the first run with 100 random farms per class
-/// (docs/simulate.md, "Changed after the first comparison run", 6 to 9).
+/// (docs/simulate.md, "Changed after the first comparison run", 6 to 9, and
+/// after the second, 10 and on).
 #[cfg(test)]
 mod changed_rules {
     use super::*;
@@ -1248,5 +1315,80 @@ mod changed_rules {
             &History::new(),
         );
         assert_eq!(binds(&d), [(1, "0-1".to_string())], "{:#?}", d.actions);
+    }
+
+    /// Change 10: the threads a move displaces take their own memory with
+    /// them, not the moving process's: a 4-thread process with 8 GiB on
+    /// node 0 and half its threads on node 1 displaces two small jobs from
+    /// node 0, whose 200 MB each are what has to follow them.
+    #[test]
+    fn displaced_threads_are_charged_their_own_memory() {
+        let m = machine(&[(0, 4, 16), (1, 4, 16)], vec![vec![10, 21], vec![21, 10]]);
+        let mut java = proc_(1, "java", &[(0, 2.0), (1, 2.0)], &[(0, 8)], 0.05);
+        java.age_s = 60.0;
+        let mut procs = vec![java];
+        for pid in 10..12 {
+            let mut p = proc_(pid, "small", &[(0, 1.0)], &[(0, 0)], 0.2);
+            p.rss_bytes = 200_000_000;
+            p.mem_per_node = BTreeMap::from([(0, 200_000_000)]);
+            procs.push(p);
+        }
+        let d = decide(&m, &snap(1000.0, &[(0, 0.0, 7), (1, 2.0, 15)], procs), &Config::default(), &History::new());
+        assert_eq!(binds(&d), [(1, "0".to_string())], "{:#?}", d.actions);
+        let Some(Why::Improve { cost_s, .. }) = d.actions.iter().find(|a| a.pid == 1).map(|a| &a.reason) else {
+            panic!("{:#?}", d.actions)
+        };
+        // Two displaced threads of 200 MB, counted twice.
+        assert!((cost_s - 4.0 * 200e6 / GB as f64).abs() < 0.05, "{cost_s}");
+    }
+
+    /// Change 11: numakit bound a process's CPUs to node 0 and left a third
+    /// of its pages on node 1 ("CPUs now, pages later"); bringing them home
+    /// gains less than `min_gain` (its stall share is small) but pays its
+    /// pages many times over: they move.
+    #[test]
+    fn pages_left_behind_by_our_own_placement_come_home_when_they_pay() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        let mut p = proc_(1, "java", &[(0, 1.0)], &[(0, 2), (1, 1)], 0.04);
+        p.age_s = 3600.0;
+        p.affinity = ns("0");
+        p.mem_policy = MemPolicy::Preferred(ns("0"));
+        let mut h = History::new();
+        placed(&mut h, &p, 1200.0, "0", "0", "0-63", true);
+        h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+        let d = decide(&m, &snap(1200.0, &[(0, 3.0, 5), (1, 4.0, 6)], vec![p]), &Config::default(), &h);
+        let c: Vec<&ActionKind> = d.changes().map(|a| &a.kind).collect();
+        assert_eq!(
+            c,
+            [
+                &ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") },
+                &ActionKind::Migrate { from: 1, to: 0, pages: GB / 4096 }
+            ],
+            "{:#?}",
+            d.actions
+        );
+        let Some(Why::Improve { gain, .. }) = d.changes().next().map(|a| &a.reason) else { panic!() };
+        assert!(*gain > 0.0 && *gain < Config::default().min_gain, "{gain}");
+    }
+
+    /// Change 12: a 6-thread process on 4-CPU nodes; node 0, the first of
+    /// its socket, is full of owner-pinned jobs. Groups were grown with
+    /// equally near nodes by size and index, so every group took node 0
+    /// and none fitted; now by the CPUs the process could have there.
+    #[test]
+    fn groups_grow_with_nodes_that_have_room() {
+        let m = machine(
+            &[(0, 4, 8), (1, 4, 8), (2, 4, 8), (3, 4, 8)],
+            vec![vec![10, 11, 11, 21], vec![11, 10, 11, 21], vec![11, 11, 10, 21], vec![21, 21, 21, 10]],
+        );
+        let mut procs = vec![proc_(1, "java", &[(1, 2.0), (2, 2.0), (3, 2.0)], &[(1, 2), (2, 2), (3, 1)], 0.4)];
+        for pid in 10..14 {
+            let mut p = proc_(pid, "owner", &[(0, 1.0)], &[(0, 1)], 0.1);
+            p.affinity = ns("0");
+            procs.push(p);
+        }
+        let free = [(0, 0.0, 3), (1, 2.0, 5), (2, 2.0, 5), (3, 2.0, 6)];
+        let d = decide(&m, &snap(1000.0, &free, procs), &Config::default(), &History::new());
+        assert_eq!(binds(&d), [(1, "1-2".to_string())], "{:#?}", d.actions);
     }
 }
