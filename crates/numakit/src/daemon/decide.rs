@@ -267,6 +267,15 @@ fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
     }
 }
 
+/// The CPUs a process needs: its CPU use over the window, at most one per
+/// thread. Tick accounting over a short window can read slightly above
+/// what its threads can use (1.013 CPUs for one busy thread in a
+/// test-bed guest), which must not make a one-thread process "larger than
+/// a node" of one CPU and send it to a group of nodes.
+fn demand(p: &ProcInfo) -> f64 {
+    p.cpu_use.clamp(0.0, f64::from(p.threads.max(1)))
+}
+
 fn is_restricted(v: &View, p: &ProcInfo) -> bool {
     if p.cpuset.is_empty() {
         !v.all_cpu.is_subset(&p.affinity)
@@ -314,7 +323,7 @@ fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
 /// bound by others, numakit's pins it may undo counted as available).
 fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let need = p.cpu_use.max(0.0);
+    let need = demand(p);
     let mem_need: f64 = f.mem.iter().sum();
     let home_mem = |set: &[usize]| -> f64 {
         let mut hs: Vec<usize> = set.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
@@ -375,7 +384,7 @@ fn evaluate(
     unbound: bool,
     migrate: bool,
 ) -> Option<Opt> {
-    let need = p.cpu_use.max(0.0);
+    let need = demand(p);
     let fit = cpu_fit(v, f, t, book, need)?;
     let displaced = fit.displaced;
     // Memory destinations: the home memory of the CPU nodes.
@@ -964,7 +973,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         let p = live[&pid];
         let f = &all_facts[&pid];
         // Re-check room against what earlier commits took.
-        let need = p.cpu_use.max(0.0);
+        let need = demand(p);
         let fit = cpu_fit(&v, f, &o.cpu, &book, need);
         let mut need_mem = vec![0.0; v.n()];
         for &(_, d, x) in &o.moves {
@@ -1390,5 +1399,36 @@ mod changed_rules {
         let free = [(0, 0.0, 3), (1, 2.0, 5), (2, 2.0, 5), (3, 2.0, 6)];
         let d = decide(&m, &snap(1000.0, &free, procs), &Config::default(), &History::new());
         assert_eq!(binds(&d), [(1, "1-2".to_string())], "{:#?}", d.actions);
+    }
+
+    /// In the test bed (4 nodes of 1 CPU, ring distances) one busy thread
+    /// read 1.013 CPUs over a window: it was "larger than a node" and was
+    /// bound to nodes 0 and 3, its memory on node 0 whose one CPU another
+    /// process is bound to, so it kept running on node 3 far from all of
+    /// its memory. A process needs at most one CPU per thread.
+    #[test]
+    fn a_thread_never_needs_more_than_one_cpu() {
+        let ring = vec![vec![10, 20, 30, 20], vec![20, 10, 20, 30], vec![30, 20, 10, 20], vec![20, 30, 20, 10]];
+        let m = machine(&[(0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 1, 1)], ring);
+        let mib = |x: u64| x << 20;
+        let mut p = proc_(407, "nk-hold", &[(1, 0.5065), (3, 0.5065)], &[], 0.2);
+        p.threads = 1;
+        p.mem_per_node = BTreeMap::from([(0, mib(320))]);
+        p.rss_bytes = mib(320);
+        let mut q = proc_(408, "nk-hold", &[(0, 1.0)], &[], 0.2);
+        q.affinity = ns("0");
+        q.mem_per_node = BTreeMap::from([(0, mib(320))]);
+        q.rss_bytes = mib(320);
+        let free = [(0, 0.0, 0), (1, 0.5, 1), (2, 0.0, 0), (3, 0.5, 1)];
+        let mut s = snap(1000.0, &free, vec![p, q]);
+        for (n, x) in s.nodes.iter_mut().zip([mib(350), mib(990), mib(600), mib(980)]) {
+            n.free_bytes = x;
+        }
+        let d = decide(&m, &s, &Config::default(), &History::new());
+        let b = binds(&d);
+        assert!(b.iter().any(|(pid, _)| *pid == 407), "{:#?}", d.actions);
+        for (pid, nodes) in &b {
+            assert!(nodes.parse::<u32>().is_ok(), "pid {pid} bound to the group {nodes}: {:#?}", d.actions);
+        }
     }
 }
