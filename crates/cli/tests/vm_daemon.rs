@@ -14,7 +14,10 @@
 //!    before the daemon starts with `autonuma = "disable"`: 0 while the
 //!    daemon runs, 2 again after it exits.
 //! 2. (vi) the daemon is killed with SIGKILL after binding a process with
-//!    four threads, and two of those threads are put back on all CPUs (what
+//!    four threads (its memory on node 0, whose two CPUs busy loops pinned
+//!    there keep full, so that it is always worth moving: left to the
+//!    scheduler it could run next to its memory and the daemon, rightly,
+//!    wait minutes before merely pinning it), and two of those threads are put back on all CPUs (what
 //!    a kill in the middle of the per-thread pass leaves): the next start
 //!    finds the half-bound process and binds every thread.
 //! 3. (iv) six processes whose memory all sits on node 0, running wherever
@@ -120,8 +123,10 @@ fn phase2() -> String {
     format!(
         "{lib}\nmkdir -p /tmp/d2; cat > /tmp/d2/c.toml <<'EOF'\n{cfg}EOF\n\
          taskset -c 3 {hold} --mib 96 --threads 3 --first-touch-node 0 --loop > /tmp/m.out 2>&1 & echo $! > /tmp/m.pid\n\
-         wait_ready /tmp/m.out; M=$(cat /tmp/m.pid); taskset -a -p -c 0-7 $M >/dev/null\n\
-         start_daemon /tmp/d2 || {{ kill $M; exit 1; }}\n\
+         wait_ready /tmp/m.out; M=$(cat /tmp/m.pid)\n\
+         G=''; for c in 0 4; do taskset -c $c sh -c 'while :; do :; done' & G=\"$G $!\"; done\n\
+         taskset -a -p -c 0-7 $M >/dev/null\n\
+         start_daemon /tmp/d2 || {{ kill $M $G; exit 1; }}\n\
          for i in $(seq 400); do grep -q '\"action\":\"bind\".*applied' /tmp/d2/decisions.jsonl 2>/dev/null && break; sleep 1; done\n\
          kill -9 $(cat /tmp/d2/pid); sleep 0.5\n\
          echo \"bound $(for t in /proc/$M/task/*; do taskset -pc ${{t##*/}} | sed 's/.*: //'; done | tr '\\n' ' ')\"\n\
@@ -131,7 +136,7 @@ fn phase2() -> String {
          for i in $(seq 100); do [ -s /tmp/d2/state/status.json ] && grep -q '\"repairs_total\": [1-9]' /tmp/d2/state/status.json && break; sleep 1; done\n\
          echo \"repaired $(for t in /proc/$M/task/*; do taskset -pc ${{t##*/}} | sed 's/.*: //'; done | tr '\\n' ' ')\"\n\
          {NK} ctl --socket /tmp/d2/d.sock status --json | tr -d '\\n'; echo\n\
-         kill $(cat /tmp/d2/pid); sleep 1; kill $M\n\
+         kill $(cat /tmp/d2/pid); sleep 1; kill $M $G\n\
          echo '=== err'; cat /tmp/d2/err",
         lib = lib()
     )
