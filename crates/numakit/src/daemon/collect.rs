@@ -251,15 +251,10 @@ impl Collector {
                         counts.vanished += 1;
                         continue;
                     }
-                    Err(e) if is_permission(&e) => {
-                        counts.unreadable += 1;
+                    Err(e) => {
+                        counts.skipped(e)?;
                         continue;
                     }
-                    Err(e) if is_gone(&e) => {
-                        counts.vanished += 1;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
                 }
                 let resident = match pidstat::parse_statm_resident(&self.buf) {
                     Some(pages) => pages * page,
@@ -284,11 +279,10 @@ impl Collector {
                     counts.vanished += 1;
                     continue;
                 }
-                Err(e) if is_permission(&e) => {
-                    counts.unreadable += 1;
+                Err(e) => {
+                    counts.skipped(e)?;
                     continue;
                 }
-                Err(e) => return Err(e),
             };
             let cpu_s = st.cpu_ticks as f64 / clk;
             counts.processes += usize::from(!by_statm);
@@ -320,9 +314,7 @@ impl Collector {
                     procs_out.push(p);
                 }
                 Ok(None) => {}
-                Err(e) if is_permission(&e) => counts.unreadable += 1,
-                Err(e) if is_gone(&e) => counts.vanished += 1,
-                Err(e) => return Err(e),
+                Err(e) => counts.skipped(e)?,
             }
         }
         self.statm.retain(|pid| pids.binary_search(pid).is_ok());
@@ -454,12 +446,20 @@ impl Collector {
     }
 }
 
-fn is_permission(e: &SysError) -> bool {
-    matches!(e, SysError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied)
-}
-
-fn is_gone(e: &SysError) -> bool {
-    matches!(e, SysError::Io { source, .. } if source.raw_os_error() == Some(libc::ESRCH))
+impl ScanCounts {
+    /// A failed read of one process's files: not ours to read (counted as
+    /// unreadable) or the process exited meanwhile (ESRCH, counted as
+    /// vanished) skips the process; any other error ends the scan.
+    fn skipped(&mut self, e: SysError) -> Result<(), SysError> {
+        match &e {
+            SysError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                self.unreadable += 1
+            }
+            SysError::Io { source, .. } if source.raw_os_error() == Some(libc::ESRCH) => self.vanished += 1,
+            _ => return Err(e),
+        }
+        Ok(())
+    }
 }
 
 /// Seconds since boot (`/proc/uptime`).
