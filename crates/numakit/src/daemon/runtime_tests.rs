@@ -5,13 +5,14 @@
 
 use std::path::Path;
 
-use super::collect::{Collector, NodeCpus};
+use super::collect::{Collector, NodeCpus, ScanCounts};
 use super::ctl::Request;
 use super::service::Service;
 use super::settings::Settings;
 use super::History;
+use crate::daemon::Snapshot;
 use crate::sets::CpuSet;
-use crate::sys::SysRoot;
+use crate::sys::{SysError, SysRoot};
 use crate::topo::synth::SynthMachine;
 use crate::topo::Topology;
 
@@ -150,24 +151,47 @@ fn settings(f: &Fake) -> Settings {
     s
 }
 
+/// A collector over the fake root, every process included, as the
+/// collector tests drive it: scan `t` is at monotonic `t` s, wall 5000 + `t`.
+struct Rig {
+    sys: SysRoot,
+    nc: NodeCpus,
+    s: Settings,
+    c: Collector,
+}
+
+impl Rig {
+    fn new(f: &Fake) -> Self {
+        let sys = f.sys();
+        let topo = Topology::read_nodes_only(&sys).unwrap();
+        Rig { nc: NodeCpus::new(&topo, &CpuSet::new()), s: settings(f), sys, c: Collector::new() }
+    }
+    fn scan(&mut self, t: f64) -> Result<(Snapshot, ScanCounts), SysError> {
+        self.scan_with(t, &|_, _, _, _| true)
+    }
+    /// With an include filter (pid, comm, cgroup, uid).
+    fn scan_with(
+        &mut self,
+        t: f64,
+        include: &dyn Fn(i32, &str, &str, u32) -> bool,
+    ) -> Result<(Snapshot, ScanCounts), SysError> {
+        self.c.scan(&self.sys, &self.nc, &self.s, include, &History::new(), &Default::default(), t, 5000.0 + t)
+    }
+}
+
 #[test]
 fn collector_rates_candidates_and_owner_placement() {
     let f = Fake::new();
     farm(&f, 0);
-    let sys = f.sys();
-    let topo = Topology::read_nodes_only(&sys).unwrap();
-    let nc = NodeCpus::new(&topo, &CpuSet::new());
-    let s = settings(&f);
-    let all = |_: i32, _: &str, _: &str, _: u32| true;
-    let mut c = Collector::new();
-    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 0.0, 5000.0).unwrap();
+    let mut rig = Rig::new(&f);
+    let (snap, counts) = rig.scan(0.0).unwrap();
     // First scan: no CPU use known yet, so nobody is a candidate.
     assert_eq!(counts.processes, 4);
     assert!(snap.procs.is_empty());
     // One second later every process used one CPU; CPUs half busy.
     farm(&f, 100);
     f.tick(100, 50);
-    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 1.0, 5001.0).unwrap();
+    let (snap, counts) = rig.scan(1.0).unwrap();
     assert_eq!(counts.detailed, 3, "the small process is not read in detail");
     assert_eq!(counts.processes, 4);
     let a = snap.procs.iter().find(|p| p.pid == 100).unwrap();
@@ -190,7 +214,7 @@ fn collector_rates_candidates_and_owner_placement() {
     // whose resident size moved by more than 5% is read again.
     farm(&f, 200);
     f.tick(200, 100);
-    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 2.0, 5002.0).unwrap();
+    let (snap, counts) = rig.scan(2.0).unwrap();
     assert_eq!((counts.detailed, counts.numa_maps_read), (3, 0));
     assert_eq!(snap.procs.iter().find(|p| p.pid == 100).unwrap().mem_per_node.get(&0), Some(&(GIB_PAGES * 4096)));
     f.proc(&P {
@@ -204,21 +228,20 @@ fn collector_rates_candidates_and_owner_placement() {
         policy: "default",
     });
     f.tick(300, 150);
-    let (snap, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 3.0, 5003.0).unwrap();
+    let (snap, counts) = rig.scan(3.0).unwrap();
     assert_eq!(counts.numa_maps_read, 1);
     assert_eq!(snap.procs.iter().find(|p| p.pid == 100).unwrap().mem_per_node.get(&3), Some(&(GIB_PAGES * 4096)));
     // ... and every scan after NUMA_MAPS_MAX_AGE_S.
     let later = 3.0 + super::collect::NUMA_MAPS_MAX_AGE_S;
     farm(&f, 300 + 6100);
     f.tick(6400, 3200);
-    let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), later, 5003.0 + later).unwrap();
+    let (_, counts) = rig.scan(later).unwrap();
     assert_eq!(counts.numa_maps_read, 3);
     // Include lists filter before the costly reads.
     let only_reco = |_: i32, comm: &str, _: &str, _: u32| comm == "reco";
     farm(&f, 6400 + 100);
     f.tick(6500, 3250);
-    let (snap, _) =
-        c.scan(&sys, &nc, &s, &only_reco, &History::new(), &Default::default(), later + 1.0, 5005.0 + later).unwrap();
+    let (snap, _) = rig.scan_with(later + 1.0, &only_reco).unwrap();
     assert_eq!(snap.procs.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![100]);
 }
 
@@ -366,21 +389,16 @@ fn small_processes_cost_one_statm_read() {
     // The small process's `stat` is unreadable garbage: the collector must
     // not need it (its `statm` says it is below the memory threshold).
     put(f.root(), "proc/400/stat", "garbage");
-    let sys = f.sys();
-    let topo = Topology::read_nodes_only(&sys).unwrap();
-    let nc = NodeCpus::new(&topo, &CpuSet::new());
-    let s = settings(&f);
-    let all = |_: i32, _: &str, _: &str, _: u32| true;
-    let mut c = Collector::new();
-    let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 0.0, 5000.0).unwrap();
+    let mut rig = Rig::new(&f);
+    let (_, counts) = rig.scan(0.0).unwrap();
     assert_eq!((counts.processes, counts.vanished), (4, 0));
     // A bad `statm` is an error naming the file.
     put(f.root(), "proc/400/statm", "x y");
-    let e = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 1.0, 5001.0).unwrap_err();
+    let e = rig.scan(1.0).unwrap_err();
     assert!(e.to_string().contains("proc/400/statm"), "{e}");
     // An empty one (the process exited while read) is skipped.
     put(f.root(), "proc/400/statm", "");
-    let (_, counts) = c.scan(&sys, &nc, &s, &all, &History::new(), &Default::default(), 2.0, 5002.0).unwrap();
+    let (_, counts) = rig.scan(2.0).unwrap();
     assert_eq!((counts.processes, counts.vanished), (3, 1));
 }
 
@@ -414,12 +432,7 @@ fn the_daemon_never_places_itself() {
 #[test]
 fn a_thread_that_changed_node_has_its_window_split_between_both() {
     let f = Fake::new();
-    let sys = f.sys();
-    let topo = Topology::read_nodes_only(&sys).unwrap();
-    let nc = NodeCpus::new(&topo, &CpuSet::new());
-    let s = settings(&f);
-    let all = |_: i32, _: &str, _: &str, _: u32| true;
-    let mut c = Collector::new();
+    let mut rig = Rig::new(&f);
     let at = |ticks, cpu| P {
         pid: 100,
         comm: "reco",
@@ -433,8 +446,7 @@ fn a_thread_that_changed_node_has_its_window_split_between_both() {
     let mut scan = |t: u64, cpu: u32| {
         f.proc(&at(t * 100, cpu));
         f.tick(t * 100, t * 50);
-        let h = History::new();
-        c.scan(&sys, &nc, &s, &all, &h, &Default::default(), t as f64, 5000.0 + t as f64).unwrap().0
+        rig.scan(t as f64).unwrap().0
     };
     scan(0, 3);
     scan(1, 3);
