@@ -910,19 +910,41 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             }
             options.push(o);
         }
-        for o in options {
-            let better = match &best {
-                None => true,
-                Some(b) => {
-                    let key = |o: &Opt| {
-                        let main_in = f.c.iter().enumerate().any(|(a, x)| *x > 0.0 && o.cpu.contains(&a));
-                        (o.cpu.len(), !main_in, o.cpu.clone())
-                    };
-                    o.net() > b.net() + 1e-9 || ((o.net() - b.net()).abs() <= 1e-9 && key(&o) < key(b))
-                }
-            };
-            if better {
-                best = Some(o);
+        let stick = if ours { cfg.stickiness } else { 1.0 };
+        // Bringing the pages of numakit's own placement home to the memory
+        // of the nodes its threads are bound to moves no thread and
+        // displaces nobody: it can only make accesses local. It is not a
+        // move elsewhere (no stickiness) and its gain is not in doubt, only
+        // its size: it must pay for its pages, with the same margin as any
+        // move.
+        let finish = |o: &Opt| {
+            ours && current.as_ref() == Some(&o.cpu) && own_memory(&o.cpu) && o.displaced <= 0.0 && !o.moves.is_empty()
+        };
+        // A pin in place costs nothing and is judged by CPU time (what it
+        // could harm), so any expected gain will do; a move must pass both
+        // thresholds.
+        let pays = |o: &Opt| {
+            if o.pin_only && !ours {
+                o.gain > 0.0
+            } else if finish(o) {
+                o.gain > 0.0 && o.benefit_s >= cfg.min_benefit_over_cost * o.cost_s
+            } else {
+                o.gain >= cfg.min_gain * stick && o.benefit_s >= cfg.min_benefit_over_cost * stick * o.cost_s
+            }
+        };
+        // The best option that pays; when none does, the best one (to say
+        // why nothing is done). Not "the best option, if it pays": a move
+        // that also carries a few stray pages can net a hair more than the
+        // pin in place beside it and then fail the thresholds a move needs.
+        let key = |o: &Opt| {
+            let main_in = f.c.iter().enumerate().any(|(a, x)| *x > 0.0 && o.cpu.contains(&a));
+            (o.cpu.len(), !main_in, o.cpu.clone())
+        };
+        let better =
+            |o: &Opt, b: &Opt| o.net() > b.net() + 1e-9 || ((o.net() - b.net()).abs() <= 1e-9 && key(o) < key(b));
+        for o in options.iter().filter(|o| pays(o)).chain(options.iter().filter(|o| !pays(o))) {
+            if best.as_ref().is_none_or(|b| pays(o) == pays(b) && better(o, b)) {
+                best = Some(o.clone());
             }
         }
         let Some(o) = best else {
@@ -934,26 +956,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             actions.push(keep(p.pid, why));
             continue;
         };
-        let stick = if ours { cfg.stickiness } else { 1.0 };
-        // Bringing the pages of numakit's own placement home to the memory
-        // of the nodes its threads are bound to moves no thread and
-        // displaces nobody: it can only make accesses local. It is not a
-        // move elsewhere (no stickiness) and its gain is not in doubt, only
-        // its size: it must pay for its pages, with the same margin as any
-        // move.
-        let finish =
-            ours && current.as_ref() == Some(&o.cpu) && own_memory(&o.cpu) && o.displaced <= 0.0 && !o.moves.is_empty();
-        // A pin in place costs nothing and is judged by CPU time (what it
-        // could harm), so any expected gain will do; a move must pass both
-        // thresholds.
-        let pays = if o.pin_only && !ours {
-            o.gain > 0.0
-        } else if finish {
-            o.gain > 0.0 && o.benefit_s >= cfg.min_benefit_over_cost * o.cost_s
-        } else {
-            o.gain >= cfg.min_gain * stick && o.benefit_s >= cfg.min_benefit_over_cost * stick * o.cost_s
-        };
-        if !pays {
+        if !pays(&o) {
             let why = if let Some(last) = cooling {
                 Why::CoolDown { until_s: last + cfg.cooldown_s }
             } else if o.gain <= 0.0 && o.moves.is_empty() {
@@ -1430,5 +1433,20 @@ mod changed_rules {
         for (pid, nodes) in &b {
             assert!(nodes.parse::<u32>().is_ok(), "pid {pid} bound to the group {nodes}: {:#?}", d.actions);
         }
+    }
+
+    /// The best option that pays, not the best option if it pays: a
+    /// process local but for a few stray pages on another node was never
+    /// pinned, because the bind that also moved those pages netted a hair
+    /// more than the pin in place and then needed `min_gain` (in the test
+    /// bed: "best move gains +0.02%", every scan for six minutes).
+    #[test]
+    fn the_best_option_that_pays_is_taken() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        let mut p = proc_(1, "job", &[(0, 1.0)], &[(0, 2)], 0.2);
+        p.mem_per_node.insert(1, 3 * 4096);
+        let d = decide(&m, &snap(1000.0, &[(0, 3.0, 6), (1, 4.0, 8)], vec![p]), &Config::default(), &History::new());
+        assert_eq!(binds(&d), [(1, "0".to_string())], "{:#?}", d.actions);
+        assert!(!d.changes().any(|a| matches!(a.kind, ActionKind::Migrate { .. })), "{:#?}", d.actions);
     }
 }
