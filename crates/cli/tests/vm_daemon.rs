@@ -71,8 +71,9 @@ loc() {
   awk -v n=$((cpu % 4)) '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), kv, "="); t += kv[2]; if (kv[1] == n) l += kv[2] } }
     END { printf "%.4f %d\n", (t ? l / t : 0), n }' /proc/$1/numa_maps
 }
-# pages PID NODE: the process's pages on NODE.
-pages() { awk -v n=$2 '{ for (i = 1; i <= NF; i++) if ($i ~ "^N" n "=") { split($i, kv, "="); t += kv[2] } } END { print t + 0 }' /proc/$1/numa_maps; }
+# pages PID NODE: the process's anonymous pages on NODE (mappings without
+# file=: its heap and stacks; file pages come and go with the page cache).
+pages() { awk -v n=$2 '!/ file=/ { for (i = 1; i <= NF; i++) if ($i ~ "^N" n "=") { split($i, kv, "="); t += kv[2] } } END { print t + 0 }' /proc/$1/numa_maps; }
 "#;
 
 fn lib() -> String {
@@ -289,15 +290,16 @@ fn daemon_in_four_nodes() {
     assert_eq!(field(o, "aff_b"), "1");
     assert_eq!(field(o, "aff_b2"), "1", "(ii) the owner's pinning was changed: {}", ctx());
     assert!(pages(field(o, "before_b")) > 15000, "set-up: B's 64 MiB on node 2: {}", ctx());
-    // Its 16384 pages of heap stay on node 2 (the count also holds file
-    // pages of its binary and libraries, which the page cache may drop).
+    // Its 16384 pages of heap stay on node 2 (anonymous pages only: they
+    // move only if something migrates them; a few may come and go with its
+    // stacks).
     let (b0, b1) = (pages(field(o, "before_b")), pages(field(o, "after_b")));
-    assert!(b1 >= 16384 && b1 * 100 >= b0 * 98, "(ii) B's memory moved: {b0} -> {b1} pages on node 2: {}", ctx());
+    assert!(b1 >= 16384 && b1 + 16 >= b0, "(ii) B's memory moved: {b0} -> {b1} pages on node 2: {}", ctx());
     // (iii) C excluded at run time: untouched.
     assert_eq!(field(o, "aff_c"), field(o, "aff_c2"), "(iii) excluded C's affinity changed: {}", ctx());
     assert!(pages(field(o, "before_c")) > 15000, "set-up: C's 64 MiB on node 1: {}", ctx());
     let (c0, c1) = (pages(field(o, "before_c")), pages(field(o, "after_c")));
-    assert!(c1 >= 16384 && c1 * 100 >= c0 * 98, "(iii) C's memory moved: {c0} -> {c1} pages on node 1: {}", ctx());
+    assert!(c1 >= 16384 && c1 + 16 >= c0, "(iii) C's memory moved: {c0} -> {c1} pages on node 1: {}", ctx());
     for (i, what) in [(1, "owner-placed"), (2, "excluded")] {
         let p = pid_of(i);
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(&format!("\"pid\":{p},"))).collect();
