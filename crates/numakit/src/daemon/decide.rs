@@ -403,6 +403,18 @@ fn evaluate(
     let page = cfg.page_bytes.max(1) as f64;
     let mut mem_after = f.mem.clone();
     let mut moves = Vec::new();
+    // Each destination's share of the threads after the move (through the
+    // CPU nodes whose home memory it is): the memory is spread in that
+    // proportion, as first touch would have put it.
+    let c_after = spread(v, f, t);
+    let mut share_of = vec![0.0; v.n()];
+    for &a in t {
+        let hs = &v.homes[a];
+        for &b in hs {
+            share_of[b] += c_after[a] / hs.len() as f64;
+        }
+    }
+    let fill = |x: usize, m: &[f64]| if share_of[x] > 1e-9 { m[x] / share_of[x] } else { m[x] };
     for b in sources.into_iter().filter(|_| migrate) {
         let mut left = f.mem[b];
         // CPU-less memory, when allowed, may keep its pages if it is no
@@ -417,27 +429,29 @@ fn evaluate(
                 break;
             }
             // Fast memory first, then the destination holding the least of
-            // the process (its memory stays spread over T's nodes, as numad
-            // does, so one node's bandwidth does not carry it all).
+            // the process for its share of the threads (its memory stays
+            // spread over T's nodes, so one node's bandwidth does not carry
+            // it all, and each in proportion to the threads running there).
             let Some(&d) = targets.iter().filter(|&&d| room[d] >= page).min_by(|&&x, &&y| {
                 let fx = cpuless.contains(&x);
                 let fy = cpuless.contains(&y);
-                fx.cmp(&fy).then(mem_after[x].total_cmp(&mem_after[y])).then(x.cmp(&y))
+                fx.cmp(&fy).then(fill(x, &mem_after).total_cmp(&fill(y, &mem_after))).then(x.cmp(&y))
             }) else {
                 break;
             };
-            // Up to the level of the next-least-filled destination, so chunks
-            // alternate between T's nodes.
+            // Up to the level of the next-least-filled destination (for their
+            // shares of the threads), so chunks alternate between T's nodes.
             let next = targets
                 .iter()
                 .filter(|&&x| x != d && room[x] >= page && cpuless.contains(&x) == cpuless.contains(&d))
-                .map(|&x| mem_after[x])
+                .map(|&x| fill(x, &mem_after))
                 .fold(f64::INFINITY, f64::min);
             let share = left / targets.len().max(1) as f64;
             // (Never less than 64 MiB at a time, so moves are not split into
             // slivers.)
             let level = if next.is_finite() {
-                (next - mem_after[d]).max(share).max(64.0 * 1024.0 * 1024.0)
+                let w = if share_of[d] > 1e-9 { share_of[d] } else { 1.0 };
+                ((next - fill(d, &mem_after)) * w).max(share).max(64.0 * 1024.0 * 1024.0)
             } else {
                 f64::INFINITY
             };
@@ -452,7 +466,6 @@ fn evaluate(
             moves.push((b, d, chunk));
         }
     }
-    let c_after = spread(v, f, t);
     let inside: f64 = t.iter().map(|&a| f.c[a]).sum();
     let total: f64 = f.c.iter().sum::<f64>().max(1e-12);
     let horizon = p.age_s.min(cfg.max_horizon_s).max(0.0);
@@ -1150,7 +1163,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
 
 /// The rules changed after the first run with 100 random farms per class
 /// (docs/simulate.md, "Changed after the first comparison run", 6 to 9,
-/// after the second, 10 to 12, and after the third, 13 and on).
+/// after the second, 10 to 12, and after the third, 13 and 14).
 #[cfg(test)]
 mod changed_rules {
     use super::*;
@@ -1462,5 +1475,37 @@ mod changed_rules {
         let d = decide(&m, &snap(1000.0, &[(0, 3.0, 5), (1, 4.0, 6)], vec![p]), &Config::default(), &History::new());
         let c: Vec<&ActionKind> = d.changes().map(|a| &a.kind).collect();
         assert_eq!(c, [&ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") }], "{:#?}", d.actions);
+    }
+
+    /// Change 14: a 6-thread process runs 4 + 2 on nodes 0 and 1 with its
+    /// 6 GiB on the far node 2. Its memory comes to nodes 0 and 1 in
+    /// proportion to its threads there (4 : 2), not half and half.
+    #[test]
+    fn memory_moved_to_a_group_follows_the_threads() {
+        let m =
+            machine(&[(0, 4, 16), (1, 4, 16), (2, 4, 16)], vec![vec![10, 11, 21], vec![11, 10, 21], vec![21, 21, 10]]);
+        let p = proc_(1, "java", &[(0, 4.0), (1, 2.0)], &[(2, 6)], 0.4);
+        let d = decide(
+            &m,
+            &snap(1000.0, &[(0, 0.0, 15), (1, 2.0, 15), (2, 0.0, 9)], vec![p]),
+            &Config::default(),
+            &History::new(),
+        );
+        assert_eq!(binds(&d), [(1, "0-1".to_string())], "{:#?}", d.actions);
+        let mut to = [0u64; 2];
+        for a in d.changes() {
+            if let ActionKind::Migrate { from: 2, to: t @ 0..=1, pages } = a.kind {
+                to[t as usize] += pages * 4096;
+            }
+        }
+        // (What the page budget leaves for the next scans is owed.)
+        let pl = d.history.procs[&1].placement.as_ref().expect("placement");
+        for &(from, t, pages) in &pl.pending {
+            assert_eq!(from, 2);
+            to[t as usize] += pages * 4096;
+        }
+        assert_eq!(to[0] + to[1], 6 * GB, "{:#?}", d.actions);
+        let gib = |x: u64| x as f64 / GB as f64;
+        assert!((gib(to[0]) - 4.0).abs() < 0.1 && (gib(to[1]) - 2.0).abs() < 0.1, "{:?} GiB", (gib(to[0]), gib(to[1])));
     }
 }
