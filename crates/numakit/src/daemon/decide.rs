@@ -890,7 +890,6 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             continue;
         }
         let drift_p = 1.0 - (-drift_rate * p.age_s.min(cfg.max_horizon_s)).exp();
-        let mut best: Option<Opt> = None;
         let mut options: Vec<Opt> = Vec::new();
         for t in target_sets(&v, p, f, &book) {
             // Where numakit placed it, only finishing the move (its pages)
@@ -942,12 +941,13 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         };
         let better =
             |o: &Opt, b: &Opt| o.net() > b.net() + 1e-9 || ((o.net() - b.net()).abs() <= 1e-9 && key(o) < key(b));
-        for o in options.iter().filter(|o| pays(o)).chain(options.iter().filter(|o| !pays(o))) {
-            if best.as_ref().is_none_or(|b| pays(o) == pays(b) && better(o, b)) {
-                best = Some(o.clone());
-            }
-        }
-        let Some(o) = best else {
+        let pick = |paying: bool| {
+            options.iter().filter(|o| pays(o) == paying).fold(None::<&Opt>, |b, o| match b {
+                Some(b) if !better(o, b) => Some(b),
+                _ => Some(o),
+            })
+        };
+        let Some(o) = pick(true).or_else(|| pick(false)).cloned() else {
             let why = match cooling {
                 Some(last) => Why::CoolDown { until_s: last + cfg.cooldown_s },
                 None if ours => Why::InPlace,
