@@ -206,11 +206,19 @@ impl Sleeper {
     fn start() -> Self {
         let c = Command::new("sleep").arg("300").stdout(Stdio::null()).spawn().expect("sleep");
         let pid = c.id();
-        for _ in 0..200 {
-            if std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+        // Settled: `sleep` exec'd, its loader done (it is asleep) and its
+        // memory no longer changing; before that, numastat and numakit run
+        // one after the other can see different mappings.
+        let read = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+        let asleep = || read("stat").rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('S'));
+        let mut last = String::new();
+        for _ in 0..400 {
+            let maps = read("numa_maps");
+            if read("comm").trim() == "sleep" && asleep() && maps == last {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            last = maps;
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
         Sleeper(c)
     }
