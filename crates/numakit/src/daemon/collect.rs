@@ -121,6 +121,17 @@ struct Seen {
     start_ticks: u64,
 }
 
+/// One thread at one scan.
+#[derive(Debug, Clone, Copy)]
+struct ThreadSeen {
+    /// CPU time (clock ticks, `stat`).
+    cpu_ticks: u64,
+    /// Node of its last CPU.
+    node: Option<u32>,
+    /// Time runnable but waiting for a CPU (ns, `schedstat`), when known.
+    wait_ns: Option<u64>,
+}
+
 /// Keeps what is needed between scans to turn CPU times into rates.
 #[derive(Debug)]
 pub struct Collector {
@@ -131,8 +142,8 @@ pub struct Collector {
     prev_at: Option<f64>,
     prev_cpu: Option<cpustat::CpuSample>,
     prev_procs: HashMap<i32, Seen>,
-    /// Per thread: CPU ticks and the node of its last CPU at the last scan.
-    prev_threads: HashMap<i32, (u64, Option<u32>)>,
+    /// Per thread, at the last scan.
+    prev_threads: HashMap<i32, ThreadSeen>,
     last_idle: CpuSet,
     maps: HashMap<i32, MapsEntry>,
 }
@@ -348,7 +359,7 @@ impl Collector {
         managed: &ManagedCgroups,
         st: &ProcStat,
         ctx: &Ctx,
-        threads_seen: &mut HashMap<i32, (u64, Option<u32>)>,
+        threads_seen: &mut HashMap<i32, ThreadSeen>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
         let Ctx { cpu_use, rss, age_s, window, mono_s, settling } = *ctx;
@@ -375,21 +386,26 @@ impl Collector {
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
         let mut measured = 0.0;
+        let mut cpu_wait = 0.0;
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, mono_s));
         for &tid in &tids {
             let Some(text) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
             let Some(t) = pidstat::parse_proc_stat(&text) else { continue };
             let node = t.processor.and_then(|c| node_cpus.node_of(c));
-            threads_seen.insert(tid, (t.cpu_ticks, node));
+            let wait_ns = sys.read(format!("proc/{pid}/task/{tid}/schedstat"))?.and_then(|s| parse_run_delay(&s));
+            threads_seen.insert(tid, ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns });
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
-            if let (Some((prev, prev_node)), Some(w)) = (self.prev_threads.get(&tid), window) {
-                let used = t.cpu_ticks.saturating_sub(*prev) as f64 / clk / w;
-                match prev_node {
-                    Some(pn) if *pn != node => {
+            if let (Some(prev), Some(w)) = (self.prev_threads.get(&tid), window) {
+                let used = t.cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
+                if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
+                    cpu_wait += now.saturating_sub(before) as f64 / 1e9 / w;
+                }
+                match prev.node {
+                    Some(pn) if pn != node => {
                         *cpu_per_node.entry(node).or_default() += used / 2.0;
-                        *cpu_per_node.entry(*pn).or_default() += used / 2.0;
+                        *cpu_per_node.entry(pn).or_default() += used / 2.0;
                     }
                     _ => *cpu_per_node.entry(node).or_default() += used,
                 }
@@ -429,6 +445,7 @@ impl Collector {
                 cgroup,
                 threads: st.num_threads.min(u64::from(u32::MAX)) as u32,
                 cpu_use,
+                cpu_wait,
                 rss_bytes: rss,
                 mem_per_node,
                 cpu_per_node,
@@ -444,6 +461,12 @@ impl Collector {
             fresh,
         )))
     }
+}
+
+/// The run delay (ns waiting on a run queue) of a `schedstat` line: its
+/// second field ("on-CPU ns, run-delay ns, time slices").
+fn parse_run_delay(s: &str) -> Option<u64> {
+    s.split_whitespace().nth(1)?.parse().ok()
 }
 
 impl ScanCounts {

@@ -267,13 +267,16 @@ fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
     }
 }
 
-/// The CPUs a process needs: its CPU use over the window, at most one per
+/// The CPUs a process needs: what it used over the window plus what its
+/// threads waited for a CPU (a busy thread sharing a CPU with another uses
+/// half a CPU and needs a whole one; counting only its use, three such
+/// threads on a node of two CPUs look like they fit it), at most one per
 /// thread. Tick accounting over a short window can read slightly above
 /// what its threads can use (1.013 CPUs for one busy thread in a
 /// test-bed guest), which must not make a one-thread process "larger than
 /// a node" of one CPU and send it to a group of nodes.
 fn demand(p: &ProcInfo) -> f64 {
-    p.cpu_use.clamp(0.0, f64::from(p.threads.max(1)))
+    (p.cpu_use + p.cpu_wait.max(0.0)).clamp(0.0, f64::from(p.threads.max(1)))
 }
 
 fn is_restricted(v: &View, p: &ProcInfo) -> bool {
@@ -294,7 +297,10 @@ fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
     }
     let mem = v.by_id(p.mem_per_node.iter().map(|(k, x)| (*k, *x as f64)));
     let scope = if p.cpuset.is_empty() { v.all_cpu.clone() } else { p.cpuset.intersection(&v.all_cpu) };
-    let own_bound = if is_restricted(v, p) { own_cpu.clone() } else { vec![0.0; v.n()] };
+    // What a restricted process holds on each node is what it needs there
+    // (its use scaled to its demand), not only what it got.
+    let scale = if p.cpu_use > 1e-9 { demand(p) / p.cpu_use } else { 1.0 };
+    let own_bound = if is_restricted(v, p) { own_cpu.iter().map(|x| x * scale).collect() } else { vec![0.0; v.n()] };
     let (q, measured) = match p.mem_stall_share {
         Some(q) if q.is_finite() => (q.clamp(0.0, 0.95), true),
         _ => (cfg.default_stall_share, false),
@@ -1167,6 +1173,7 @@ mod changed_rules {
             cgroup: "/batch.slice".into(),
             threads: cpus.ceil() as u32,
             cpu_use: cpus,
+            cpu_wait: 0.0,
             rss_bytes: mem.iter().map(|m| m.1 * GB).sum(),
             mem_per_node: mem.iter().map(|&(n, g)| (n, g * GB)).collect(),
             cpu_per_node: cpu.iter().copied().collect(),

@@ -462,3 +462,44 @@ fn a_thread_that_changed_node_has_its_window_split_between_both() {
     assert_eq!(snap.procs[0].cpu_per_node.get(&1), Some(&1.0));
     assert_eq!(snap.procs[0].cpu_per_node.get(&3), None);
 }
+
+#[test]
+fn run_queue_wait_comes_from_each_threads_schedstat() {
+    let f = Fake::new();
+    let mut rig = Rig::new(&f);
+    let at = |ticks| P {
+        pid: 100,
+        comm: "reco",
+        ticks,
+        cpu: 3,
+        rss_pages: GIB_PAGES,
+        allowed: "0-7",
+        pages: &[(0, GIB_PAGES)],
+        policy: "default",
+    };
+    // On-CPU ns, run-delay ns, time slices (the kernel's three fields).
+    let mut scan = |t: u64, ran_cs: u64, waited_ms: u64| {
+        f.proc(&at(ran_cs));
+        put(f.root(), "proc/100/task/100/schedstat", &format!("{} {} 7\n", ran_cs * 10_000_000, waited_ms * 1_000_000));
+        f.tick(t * 100, t * 100);
+        rig.scan(t as f64).unwrap().0
+    };
+    scan(0, 0, 0);
+    // A candidate from its first busy window on; its threads are read from
+    // then, so what they waited is known from the window after.
+    let s = scan(1, 100, 0);
+    assert_eq!(s.procs[0].cpu_wait, 0.0);
+    // Second 2: it ran 0.6 s and waited 0.4 s for a CPU.
+    let s = scan(2, 160, 400);
+    assert!((s.procs[0].cpu_use - 0.6).abs() < 1e-9, "{:?}", s.procs[0]);
+    assert!((s.procs[0].cpu_wait - 0.4).abs() < 1e-9, "{:?}", s.procs[0]);
+    // Second 3: it ran the whole second.
+    let s = scan(3, 260, 400);
+    assert_eq!(s.procs[0].cpu_wait, 0.0);
+    // Without schedstat (a kernel without CONFIG_SCHED_INFO): nothing known.
+    std::fs::remove_file(f.root().join("proc/100/task/100/schedstat")).unwrap();
+    f.proc(&at(360));
+    f.tick(400, 400);
+    let s = rig.scan(4.0).unwrap().0;
+    assert_eq!(s.procs[0].cpu_wait, 0.0);
+}

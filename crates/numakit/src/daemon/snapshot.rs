@@ -72,6 +72,13 @@ pub struct ProcInfo {
     pub threads: u32,
     /// CPUs used, averaged over the window.
     pub cpu_use: f64,
+    /// CPUs' worth of time its threads were runnable but waited for a CPU
+    /// (the kernel's run delay, `/proc/PID/task/TID/schedstat`), averaged
+    /// over the window: with `cpu_use`, what the process would use if it
+    /// had the CPUs (a busy thread sharing a CPU with another uses half a
+    /// CPU and waits the other half). 0 when the kernel does not say.
+    #[serde(default)]
+    pub cpu_wait: f64,
     /// Resident memory in bytes.
     pub rss_bytes: u64,
     /// Resident memory per node (`numa_maps`), bytes.

@@ -29,6 +29,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], stall: f64) -> ProcInfo {
         cgroup: "/user.slice".into(),
         threads: 1,
         cpu_use: 1.0,
+        cpu_wait: 0.0,
         rss_bytes: mem.iter().map(|m| m.1 * GIB).sum(),
         mem_per_node: mem.iter().map(|&(n, g)| (n, g * GIB)).collect(),
         cpu_per_node: BTreeMap::from([(cpu_node, 1.0)]),
@@ -474,6 +475,33 @@ fn bound_load_never_exceeds_a_nodes_cpus() {
         "{:#?}",
         d.actions
     );
+}
+
+#[test]
+fn bound_load_counts_what_starved_threads_wait_for() {
+    let m = two();
+    // Node 0 is full of owner-pinned work. Five busy threads share node 1's
+    // four CPUs: four pinned there by their owner and one unbound, whose
+    // memory is mostly on node 1. Each gets 0.8 CPU and waits 0.2. By use
+    // alone the pinned ones hold 3.2 CPUs and pinning the fifth there looks
+    // like it fits (4.0); by what they need they hold all four, and node 0
+    // has no room either: nothing is bound.
+    let mut procs = pinned(0, 4, 20);
+    let mut starved: Vec<ProcInfo> = (10..14).map(|i| proc_(i, 1, &[(1, 1)], 0.1)).collect();
+    starved.push(proc_(1, 1, &[(1, 2), (0, 1)], 0.5));
+    for (i, p) in starved.iter_mut().enumerate() {
+        p.cpu_use = 0.8;
+        p.cpu_wait = 0.2;
+        p.cpu_per_node = BTreeMap::from([(1, 0.8)]);
+        p.progress.cpu_rate = 0.8;
+        if i < 4 {
+            p.affinity = ns("1");
+        }
+    }
+    procs.extend(starved);
+    let s = snap(1000.0, &m, &[(0.0, 4), (0.0, 1)], procs);
+    let d = decide(&m, &s, &Config::default(), &History::new());
+    assert!(d.changes().all(|a| !matches!(&a.kind, ActionKind::Bind { .. })), "{:#?}", d.actions);
 }
 
 #[test]

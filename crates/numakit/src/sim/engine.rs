@@ -94,6 +94,8 @@ struct Job {
     speed: f64,
     rng: Rng,
     w_cpu: f64,
+    /// Thread time runnable but waiting for a CPU (over-subscribed nodes).
+    w_wait: f64,
     w_work: f64,
     w_meff: f64,
     w_time: f64,
@@ -339,6 +341,7 @@ impl<'a> Engine<'a> {
                 speed: 1.0,
                 rng: Rng::stream(self.wl.seed ^ 0xD41F7, spec.index as u64),
                 w_cpu: 0.0,
+                w_wait: 0.0,
                 w_work: 0.0,
                 w_meff: 0.0,
                 w_time: 0.0,
@@ -560,6 +563,7 @@ impl<'a> Engine<'a> {
                 }
                 let act = f64::from(j.t_on[a]) * f[a];
                 act_total += act;
+                j.w_wait += f64::from(j.t_on[a]) * (1.0 - f[a]) * dt;
                 j.w_node[a] += act * dt;
                 if j.alloc > 0.0 {
                     let mut row = 0.0;
@@ -725,6 +729,7 @@ impl<'a> Engine<'a> {
                 cgroup: format!("/batch.slice/job{}", j.spec.index),
                 threads: j.threads(),
                 cpu_use: j.w_cpu / wt,
+                cpu_wait: j.w_wait / wt,
                 rss_bytes: j.alloc as u64,
                 mem_per_node: (0..self.n).filter(|&b| j.mem[b] >= PAGE).map(|b| (ids[b].id, j.mem[b] as u64)).collect(),
                 cpu_per_node: (0..self.n)
@@ -745,6 +750,7 @@ impl<'a> Engine<'a> {
         }
         for j in &mut self.jobs {
             j.w_cpu = 0.0;
+            j.w_wait = 0.0;
             j.w_work = 0.0;
             j.w_meff = 0.0;
             j.w_time = 0.0;

@@ -168,6 +168,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
         cgroup: String::new(),
         threads,
         cpu_use: cpus,
+        cpu_wait: 0.0,
         rss_bytes: mem.iter().map(|m| m.1).sum(),
         mem_per_node: mem.iter().copied().collect(),
         cpu_per_node: BTreeMap::from([(cpu_node, cpus)]),
