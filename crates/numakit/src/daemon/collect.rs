@@ -524,7 +524,8 @@ fn read_cpuset_nodes(sys: &SysRoot, node_cpus: &NodeCpus, cgroup: &str) -> Resul
 
 /// Memory per node and the memory policy of a process from its
 /// `numa_maps`: the policy is the one over most of its own memory
-/// (anonymous, heap, stack, huge, shared memory).
+/// (anonymous, heap, stack, huge, shared memory). Pages of files that
+/// other processes map too are left out.
 pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
     let mut per_node: BTreeMap<u32, u64> = BTreeMap::new();
     let mut by_policy: BTreeMap<&str, u64> = BTreeMap::new();
@@ -533,6 +534,13 @@ pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
             numa_maps::KindView::File(path) => stats::process::is_shared_memory_path(path),
             _ => true,
         };
+        // Pages of a file other processes map too (shared libraries, the
+        // binary of many copies of a job) are not this process's to place:
+        // pulled to its node they are pulled away from the others, who pull
+        // them back (as root `migrate_pages` moves shared pages as well).
+        if !own && v.anon_pages == 0 && v.mapmax > 1 {
+            continue;
+        }
         let mut bytes = 0;
         for (node, b) in v.bytes_per_node() {
             *per_node.entry(node).or_default() += b;
@@ -586,6 +594,22 @@ mod tests {
         assert_eq!(per.get(&1), Some(&(100 * 4096)));
         assert_eq!(per.get(&2), Some(&(15 * 4096)));
         assert_eq!(pol, MemPolicy::Bind(NodeSet::parse_list("1").unwrap()));
+    }
+
+    #[test]
+    fn shared_file_pages_are_not_the_processs_memory() {
+        // libc mapped by 6 processes; the binary by this one only; a
+        // private file mapping with copied-on-write pages; shared memory.
+        let text = "7f00 default file=/usr/lib/libc.so.6 mapped=400 mapmax=6 N3=400 kernelpagesize_kB=4\n\
+                    00400000 default file=/usr/bin/job mapped=30 N2=30 kernelpagesize_kB=4\n\
+                    7f10 default file=/usr/lib/data anon=8 dirty=8 mapmax=2 N1=8 kernelpagesize_kB=4\n\
+                    7f20 default file=/dev/shm/seg mapped=50 mapmax=3 N1=50 kernelpagesize_kB=4\n\
+                    7f30 default anon=100 dirty=100 N0=100 kernelpagesize_kB=4\n";
+        let (per, _) = memory_of(text);
+        assert_eq!(per.get(&3), None, "{per:?}");
+        assert_eq!(per.get(&2), Some(&(30 * 4096)));
+        assert_eq!(per.get(&1), Some(&(58 * 4096)));
+        assert_eq!(per.get(&0), Some(&(100 * 4096)));
     }
 
     #[test]

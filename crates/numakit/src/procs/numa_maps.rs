@@ -104,6 +104,9 @@ pub struct MappingView<'a> {
     pub anon_pages: u64,
     /// `kernelpagesize_kB` in bytes.
     pub page_size: u64,
+    /// `mapmax=`: the most processes mapping one of its pages (the kernel
+    /// prints it only above 1; 1 when absent).
+    pub mapmax: u64,
     /// The fields after the policy.
     tail: &'a str,
     /// Where in `tail` the first `Nk=` field starts.
@@ -142,7 +145,16 @@ impl<'a> MappingView<'a> {
             None => (rest, ""),
         };
         let mut v =
-            MappingView { start, policy, kind: KindView::Anon, anon_pages: 0, page_size: 4096, tail, nodes_at: None };
+            MappingView {
+            start,
+            policy,
+            kind: KindView::Anon,
+            anon_pages: 0,
+            page_size: 4096,
+            mapmax: 1,
+            tail,
+            nodes_at: None,
+        };
         let mut file = None;
         let mut huge = false;
         // Dispatch on the first byte: most fields (dirty=, active=, mapped=,
@@ -157,6 +169,11 @@ impl<'a> MappingView<'a> {
                 Some(b'a') => {
                     if let Some(n) = tok.strip_prefix("anon=") {
                         v.anon_pages = n.parse().unwrap_or(0);
+                    }
+                }
+                Some(b'm') => {
+                    if let Some(n) = tok.strip_prefix("mapmax=") {
+                        v.mapmax = n.parse().unwrap_or(1);
                     }
                 }
                 Some(b'k') => {
