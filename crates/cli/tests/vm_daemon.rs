@@ -22,7 +22,9 @@
 //!    finds the half-bound process and binds every thread.
 //! 3. (iv) six processes whose memory all sits on node 0, running wherever
 //!    the scheduler put them, end with no node holding more bound
-//!    processes than CPUs and each process mostly local.
+//!    processes than CPUs and each process mostly local. AutoNUMA is off
+//!    from their start (else it may carry their pages to them before the
+//!    daemon starts, and the daemon only pins).
 //! 4. (v) 200 processes starting and exiting while the daemon scans and
 //!    migrates: it keeps running, no error escapes, and the log has one
 //!    line with an outcome for every decision its counters report.
@@ -148,6 +150,7 @@ fn phase3() -> String {
     let cfg = config("/tmp/d3", 2);
     format!(
         "{lib}\nmkdir -p /tmp/d3; cat > /tmp/d3/c.toml <<'EOF'\n{cfg}EOF\n\
+         echo 0 > /proc/sys/kernel/numa_balancing\n\
          P=''\n\
          for i in 1 2 3 5 6 7; do taskset -c $i {hold} --mib 48 --first-touch-node 0 --loop > /tmp/p$i.out 2>&1 & P=\"$P $!\"; done\n\
          for i in 1 2 3 5 6 7; do wait_ready /tmp/p$i.out; done\n\
