@@ -287,6 +287,27 @@ fn is_restricted(v: &View, p: &ProcInfo) -> bool {
     }
 }
 
+/// What a restricted process holds on each node: its need (not only what
+/// it got), on the nodes it may run on, shared as its threads ran there
+/// over the window. Only its affinity's nodes: a process bound during the
+/// window ran partly elsewhere, and counting that part where it ran would
+/// leave half its load off the node it is now bound to.
+fn held(v: &View, p: &ProcInfo, own_cpu: &[f64]) -> Vec<f64> {
+    let nodes = v.idx(&p.affinity);
+    let need = demand(p);
+    let ran: f64 = nodes.iter().map(|&a| own_cpu[a]).sum();
+    let cap: f64 = nodes.iter().map(|&a| v.cpus(a)).sum();
+    let mut out = vec![0.0; v.n()];
+    for &a in &nodes {
+        out[a] = match (ran > 1e-9, cap > 0.0) {
+            (true, _) => need * own_cpu[a] / ran,
+            (false, true) => need * v.cpus(a) / cap,
+            _ => 0.0,
+        };
+    }
+    out
+}
+
 fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
     let own_cpu = v.by_id(p.cpu_per_node.iter().map(|(k, x)| (*k, *x)));
     let mut c = own_cpu.clone();
@@ -297,10 +318,7 @@ fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
     }
     let mem = v.by_id(p.mem_per_node.iter().map(|(k, x)| (*k, *x as f64)));
     let scope = if p.cpuset.is_empty() { v.all_cpu.clone() } else { p.cpuset.intersection(&v.all_cpu) };
-    // What a restricted process holds on each node is what it needs there
-    // (its use scaled to its demand), not only what it got.
-    let scale = if p.cpu_use > 1e-9 { demand(p) / p.cpu_use } else { 1.0 };
-    let own_bound = if is_restricted(v, p) { own_cpu.iter().map(|x| x * scale).collect() } else { vec![0.0; v.n()] };
+    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu) } else { vec![0.0; v.n()] };
     let (q, measured) = match p.mem_stall_share {
         Some(q) if q.is_finite() => (q.clamp(0.0, 0.95), true),
         _ => (cfg.default_stall_share, false),

@@ -505,6 +505,64 @@ fn bound_load_counts_what_starved_threads_wait_for() {
 }
 
 #[test]
+fn a_process_bound_in_the_window_holds_its_new_node_whole() {
+    // Four nodes of 2 CPUs. Two one-thread processes numakit bound to node
+    // 0 at the previous scan, so over this window each ran half on node 0
+    // and half where it was before, and node 0 was half idle. By where
+    // they ran node 0 holds 1 CPU; by where they may run, 2: a third
+    // process whose memory is on node 0 must not be bound there too.
+    let d = |a: usize, b: usize| if a == b { 10 } else { 20 };
+    let dist: Vec<Vec<u32>> = (0..4).map(|a| (0..4).map(|b| d(a, b)).collect()).collect();
+    let m = Machine::new((0..4).map(|i| node(i, 2, 4)).collect(), dist).unwrap();
+    let mut h = History::new();
+    let mut procs = Vec::new();
+    for (pid, ran) in [(1, vec![(0, 0.5), (1, 0.5)]), (2, vec![(0, 0.5), (3, 0.5)])] {
+        let mut p = proc_(pid, 0, &[(0, 1)], 0.3);
+        p.affinity = ns("0");
+        p.cpu_per_node = ran.into_iter().collect();
+        h.procs.insert(
+            pid,
+            ProcRecord {
+                comm: p.comm.clone(),
+                start_s: 1000.0 - p.age_s,
+                last_move_s: Some(990.0),
+                moves: 1,
+                placement: Some(Placement {
+                    cpu_nodes: ns("0"),
+                    mem_nodes: ns("0"),
+                    prev_affinity: ns("0-3"),
+                    prev_policy: MemPolicy::Default,
+                    origin_affinity: ns("0-3"),
+                    origin_policy: MemPolicy::Default,
+                    baseline_progress: 1.0,
+                    baseline_is_instr: true,
+                    baseline_locality: 0.5,
+                    expected_gain: 0.1,
+                    at_s: 990.0,
+                    judged: false,
+                    pending: Vec::new(),
+                    settled_from_s: 990.0,
+                }),
+                left_alone_until_s: None,
+                last_cpu_node: None,
+                last_rss: None,
+            },
+        );
+        procs.push(p);
+    }
+    let mut third = proc_(3, 2, &[(0, 2)], 0.5);
+    third.age_s = 3600.0;
+    procs.push(third);
+    let s = snap(1000.0, &m, &[(1.0, 1), (1.5, 4), (1.0, 2), (1.5, 4)], procs);
+    let d = decide(&m, &s, &Config::default(), &h);
+    assert!(
+        d.changes().all(|a| !matches!(&a.kind, ActionKind::Bind { cpu_nodes, .. } if cpu_nodes.contains(0))),
+        "{:#?}",
+        d.actions
+    );
+}
+
+#[test]
 fn drift_is_observed_and_protects_local_processes() {
     let m = two();
     let cfg = Config::default();
