@@ -144,8 +144,7 @@ impl<'a> MappingView<'a> {
             Some(i) => (&rest[..split_at + i], &rest[split_at + i + 1..]),
             None => (rest, ""),
         };
-        let mut v =
-            MappingView {
+        let mut v = MappingView {
             start,
             policy,
             kind: KindView::Anon,
