@@ -563,6 +563,77 @@ fn a_process_bound_in_the_window_holds_its_new_node_whole() {
 }
 
 #[test]
+fn a_busy_single_thread_needs_a_whole_cpu_even_when_it_reads_less() {
+    // Four nodes of 2 CPUs. Two one-thread processes numakit bound to node
+    // 0 read 0.66 CPU each (a guest on a loaded host under-counts busy
+    // threads), so do the other four, all with memory on node 0. By those
+    // readings a third fits node 0 (3 x 0.66 <= 2); by what a busy thread
+    // needs, it does not.
+    let d = |a: usize, b: usize| if a == b { 10 } else { 20 };
+    let dist: Vec<Vec<u32>> = (0..4).map(|a| (0..4).map(|b| d(a, b)).collect()).collect();
+    let m = Machine::new((0..4).map(|i| node(i, 2, 4)).collect(), dist).unwrap();
+    let mut h = History::new();
+    let mut procs = Vec::new();
+    let slow = |p: &mut ProcInfo| {
+        p.cpu_use = 0.66;
+        p.progress.cpu_rate = 0.66;
+        for x in p.cpu_per_node.values_mut() {
+            *x = 0.66;
+        }
+    };
+    for pid in [1, 2] {
+        let mut p = proc_(pid, 0, &[(0, 1)], 0.3);
+        p.affinity = ns("0");
+        slow(&mut p);
+        h.procs.insert(pid, bound_record(&p, "0"));
+        procs.push(p);
+    }
+    for (pid, node) in [(3, 1), (4, 2), (5, 3), (6, 1)] {
+        let mut p = proc_(pid, node, &[(0, 1)], 0.5);
+        p.age_s = 3600.0;
+        slow(&mut p);
+        procs.push(p);
+    }
+    let s = snap(1000.0, &m, &[(0.68, 2), (0.68, 3), (1.34, 3), (1.34, 3)], procs);
+    let d = decide(&m, &s, &Config::default(), &h);
+    assert!(
+        d.changes().all(|a| !matches!(&a.kind, ActionKind::Bind { cpu_nodes, .. } if cpu_nodes.contains(0))),
+        "{:#?}",
+        d.actions
+    );
+    assert!(d.changes().any(|a| matches!(&a.kind, ActionKind::Bind { .. })), "{:#?}", d.actions);
+}
+
+/// A history record of a process numakit bound to `nodes` at t = 990 s.
+fn bound_record(p: &ProcInfo, nodes: &str) -> ProcRecord {
+    ProcRecord {
+        comm: p.comm.clone(),
+        start_s: 1000.0 - p.age_s,
+        last_move_s: Some(990.0),
+        moves: 1,
+        placement: Some(Placement {
+            cpu_nodes: ns(nodes),
+            mem_nodes: ns(nodes),
+            prev_affinity: ns("0-3"),
+            prev_policy: MemPolicy::Default,
+            origin_affinity: ns("0-3"),
+            origin_policy: MemPolicy::Default,
+            baseline_progress: 1.0,
+            baseline_is_instr: true,
+            baseline_locality: 0.5,
+            expected_gain: 0.1,
+            at_s: 990.0,
+            judged: false,
+            pending: Vec::new(),
+            settled_from_s: 990.0,
+        }),
+        left_alone_until_s: None,
+        last_cpu_node: None,
+        last_rss: None,
+    }
+}
+
+#[test]
 fn drift_is_observed_and_protects_local_processes() {
     let m = two();
     let cfg = Config::default();
