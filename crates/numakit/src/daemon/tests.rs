@@ -511,43 +511,14 @@ fn a_process_bound_in_the_window_holds_its_new_node_whole() {
     // and half where it was before, and node 0 was half idle. By where
     // they ran node 0 holds 1 CPU; by where they may run, 2: a third
     // process whose memory is on node 0 must not be bound there too.
-    let d = |a: usize, b: usize| if a == b { 10 } else { 20 };
-    let dist: Vec<Vec<u32>> = (0..4).map(|a| (0..4).map(|b| d(a, b)).collect()).collect();
-    let m = Machine::new((0..4).map(|i| node(i, 2, 4)).collect(), dist).unwrap();
+    let m = four_of_two();
     let mut h = History::new();
     let mut procs = Vec::new();
     for (pid, ran) in [(1, vec![(0, 0.5), (1, 0.5)]), (2, vec![(0, 0.5), (3, 0.5)])] {
         let mut p = proc_(pid, 0, &[(0, 1)], 0.3);
         p.affinity = ns("0");
         p.cpu_per_node = ran.into_iter().collect();
-        h.procs.insert(
-            pid,
-            ProcRecord {
-                comm: p.comm.clone(),
-                start_s: 1000.0 - p.age_s,
-                last_move_s: Some(990.0),
-                moves: 1,
-                placement: Some(Placement {
-                    cpu_nodes: ns("0"),
-                    mem_nodes: ns("0"),
-                    prev_affinity: ns("0-3"),
-                    prev_policy: MemPolicy::Default,
-                    origin_affinity: ns("0-3"),
-                    origin_policy: MemPolicy::Default,
-                    baseline_progress: 1.0,
-                    baseline_is_instr: true,
-                    baseline_locality: 0.5,
-                    expected_gain: 0.1,
-                    at_s: 990.0,
-                    judged: false,
-                    pending: Vec::new(),
-                    settled_from_s: 990.0,
-                }),
-                left_alone_until_s: None,
-                last_cpu_node: None,
-                last_rss: None,
-            },
-        );
+        h.procs.insert(pid, bound_record(&p, "0"));
         procs.push(p);
     }
     let mut third = proc_(3, 2, &[(0, 2)], 0.5);
@@ -569,9 +540,7 @@ fn a_busy_single_thread_needs_a_whole_cpu_even_when_it_reads_less() {
     // threads), so do the other four, all with memory on node 0. By those
     // readings a third fits node 0 (3 x 0.66 <= 2); by what a busy thread
     // needs, it does not.
-    let d = |a: usize, b: usize| if a == b { 10 } else { 20 };
-    let dist: Vec<Vec<u32>> = (0..4).map(|a| (0..4).map(|b| d(a, b)).collect()).collect();
-    let m = Machine::new((0..4).map(|i| node(i, 2, 4)).collect(), dist).unwrap();
+    let m = four_of_two();
     let mut h = History::new();
     let mut procs = Vec::new();
     let slow = |p: &mut ProcInfo| {
@@ -602,6 +571,12 @@ fn a_busy_single_thread_needs_a_whole_cpu_even_when_it_reads_less() {
         d.actions
     );
     assert!(d.changes().any(|a| matches!(&a.kind, ActionKind::Bind { .. })), "{:#?}", d.actions);
+}
+
+/// Four nodes of 2 CPUs and 4 GiB, SLIT 10/20.
+fn four_of_two() -> Machine {
+    let dist: Vec<Vec<u32>> = (0..4).map(|a| (0..4).map(|b| if a == b { 10 } else { 20 }).collect()).collect();
+    Machine::new((0..4).map(|i| node(i, 2, 4)).collect(), dist).unwrap()
 }
 
 /// A history record of a process numakit bound to `nodes` at t = 990 s.
