@@ -93,18 +93,23 @@ impl Fake {
 
 const GIB_PAGES: u64 = 1 << 18;
 
-fn farm(f: &Fake, ticks: u64) {
-    // A: 1 GiB on node 0, runs on CPU 3 (node 3): remote.
-    f.proc(&P {
+/// The remote job: 1 GiB on node 0, last on CPU `cpu`.
+fn reco(ticks: u64, cpu: u32) -> P<'static> {
+    P {
         pid: 100,
         comm: "reco",
         ticks,
-        cpu: 3,
+        cpu,
         rss_pages: GIB_PAGES,
         allowed: "0-7",
         pages: &[(0, GIB_PAGES)],
         policy: "default",
-    });
+    }
+}
+
+fn farm(f: &Fake, ticks: u64) {
+    // A: 1 GiB on node 0, runs on CPU 3 (node 3): remote.
+    f.proc(&reco(ticks, 3));
     // B: pinned by its owner to CPU 1.
     f.proc(&P {
         pid: 200,
@@ -433,16 +438,7 @@ fn the_daemon_never_places_itself() {
 fn a_thread_that_changed_node_has_its_window_split_between_both() {
     let f = Fake::new();
     let mut rig = Rig::new(&f);
-    let at = |ticks, cpu| P {
-        pid: 100,
-        comm: "reco",
-        ticks,
-        cpu,
-        rss_pages: GIB_PAGES,
-        allowed: "0-7",
-        pages: &[(0, GIB_PAGES)],
-        policy: "default",
-    };
+    let at = reco;
     let mut scan = |t: u64, cpu: u32| {
         f.proc(&at(t * 100, cpu));
         f.tick(t * 100, t * 50);
@@ -467,16 +463,7 @@ fn a_thread_that_changed_node_has_its_window_split_between_both() {
 fn run_queue_wait_comes_from_each_threads_schedstat() {
     let f = Fake::new();
     let mut rig = Rig::new(&f);
-    let at = |ticks| P {
-        pid: 100,
-        comm: "reco",
-        ticks,
-        cpu: 3,
-        rss_pages: GIB_PAGES,
-        allowed: "0-7",
-        pages: &[(0, GIB_PAGES)],
-        policy: "default",
-    };
+    let at = |ticks| reco(ticks, 3);
     // On-CPU ns, run-delay ns, time slices (the kernel's three fields).
     let mut scan = |t: u64, ran_cs: u64, waited_ms: u64| {
         f.proc(&at(ran_cs));
