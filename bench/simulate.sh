@@ -147,7 +147,7 @@ if rand:
         med = lambda v: (v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2)
         p5 = lambda v: v[max(1, -(-len(v) * 5 // 100)) - 1]
         out.append(f"| {c} | {kd[0]:.4f} / {p5(kd):.4f} / {med(kd):.4f} | {ku[0]:.4f} / {p5(ku):.4f} / {med(ku):.4f} | "
-                   f"{sum(x < 1 for x in kd)} | {sum(x < 0.999 for x in kd)} | {sum(x < 0.995 for x in kd)} |")
+                   f"{sum(x < 1 - 1e-9 for x in kd)} | {sum(x < 0.999 for x in kd)} | {sum(x < 0.995 for x in kd)} |")
     out.append("")
     worst = sorted(rand, key=lambda s: pol(s, "numakit")["throughput"] / pol(s, "numad")["throughput"])[:10]
     out.append("The ten random farms where numakit does worst against numad:\n")

@@ -375,3 +375,28 @@ fn targets_on_named_and_a_reduced_random_set() {
     assert!(random.mean_vs_oracle >= 0.95, "{random:?}");
     assert!(random.below_untuned.is_empty());
 }
+
+/// numakit below numad by the last digits of a sum is a tie; below by more
+/// than [`report::TIE`] is below.
+#[test]
+fn below_numad_means_below_by_more_than_rounding() {
+    let run = |work: f64| RunOutcome {
+        work,
+        horizon_s: 100.0,
+        pages_migrated: 0,
+        binds: 0,
+        reverts: 0,
+        jobs: BTreeMap::new(),
+    };
+    let result = |name: &str, numakit: f64| {
+        let runs: Vec<(String, RunOutcome)> =
+            [("untuned", 900.0), ("numad", 1000.0), ("numakit", numakit), ("oracle", 1000.0)]
+                .iter()
+                .map(|&(p, w)| (p.to_string(), run(w)))
+                .collect();
+        ScenarioResult::from_runs(name, Class::Reco, "m", 1, true, &runs)
+    };
+    let (tie, below) = (result("tie", 1000.0 * (1.0 - 1e-14)), result("below", 1000.0 * (1.0 - 1e-6)));
+    let t = Targets::check(&[&tie, &below]);
+    assert_eq!(t.below_numad.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["below"]);
+}
