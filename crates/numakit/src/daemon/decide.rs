@@ -436,6 +436,19 @@ fn evaluate(
     let mut sources: Vec<usize> = (0..v.n()).filter(|b| f.mem[*b] > 0.0 && !dest.contains(b)).collect();
     sources.sort_by(|&x, &y| f.mem[y].total_cmp(&f.mem[x]).then(x.cmp(&y)));
     let page = cfg.page_bytes.max(1) as f64;
+    let c_after = spread(v, f, t);
+    // Each destination's share of the pages: the share of the threads it is
+    // home to after the move (what first touch would have given it).
+    let mut weight = vec![0.0; v.n()];
+    for &a in t {
+        for &b in &v.homes[a] {
+            weight[b] += c_after[a] / v.homes[a].len() as f64;
+        }
+    }
+    // How full a destination is for its share: CPU-less memory (no threads
+    // of its own) counts evenly among CPU-less memory.
+    let w_of = |x: usize| if cpuless.contains(&x) { 1.0 } else { weight[x] };
+    let fill = |x: usize, mem: &[f64]| if w_of(x) > 0.0 { mem[x] / w_of(x) } else { f64::INFINITY };
     let mut mem_after = f.mem.clone();
     let mut moves = Vec::new();
     for b in sources.into_iter().filter(|_| migrate) {
@@ -452,27 +465,34 @@ fn evaluate(
                 break;
             }
             // Fast memory first, then the destination holding the least of
-            // the process (its memory stays spread over T's nodes, as numad
-            // does, so one node's bandwidth does not carry it all).
+            // the process for its share of the threads: its memory stays
+            // spread over T's nodes as its threads are, so one node's
+            // bandwidth does not carry it all, and the node that runs more
+            // of its threads holds more of it.
             let Some(&d) = targets.iter().filter(|&&d| room[d] >= page).min_by(|&&x, &&y| {
                 let fx = cpuless.contains(&x);
                 let fy = cpuless.contains(&y);
-                fx.cmp(&fy).then(mem_after[x].total_cmp(&mem_after[y])).then(x.cmp(&y))
+                fx.cmp(&fy)
+                    .then(fill(x, &mem_after).total_cmp(&fill(y, &mem_after)))
+                    .then(mem_after[x].total_cmp(&mem_after[y]))
+                    .then(x.cmp(&y))
             }) else {
                 break;
             };
-            // Up to the level of the next-least-filled destination, so chunks
+            // Up to the fill of the next-least-filled destination, so chunks
             // alternate between T's nodes.
             let next = targets
                 .iter()
                 .filter(|&&x| x != d && room[x] >= page && cpuless.contains(&x) == cpuless.contains(&d))
-                .map(|&x| mem_after[x])
+                .map(|&x| fill(x, &mem_after))
                 .fold(f64::INFINITY, f64::min);
-            let share = left / targets.len().max(1) as f64;
-            // (Never less than 64 MiB at a time, so moves are not split into
-            // slivers.)
-            let level = if next.is_finite() {
-                (next - mem_after[d]).max(share).max(64.0 * 1024.0 * 1024.0)
+            // (At least d's share of what is left, and never less than 64
+            // MiB at a time, so moves are not split into slivers.)
+            let w_all: f64 =
+                targets.iter().filter(|&&x| cpuless.contains(&x) == cpuless.contains(&d)).map(|&x| w_of(x)).sum();
+            let share = if w_all > 0.0 { left * w_of(d) / w_all } else { left / targets.len().max(1) as f64 };
+            let level = if next.is_finite() && w_of(d) > 0.0 {
+                (next * w_of(d) - mem_after[d]).max(share).max(64.0 * 1024.0 * 1024.0)
             } else {
                 f64::INFINITY
             };
@@ -487,7 +507,6 @@ fn evaluate(
             moves.push((b, d, chunk));
         }
     }
-    let c_after = spread(v, f, t);
     let inside: f64 = t.iter().map(|&a| f.c[a]).sum();
     let total: f64 = f.c.iter().sum::<f64>().max(1e-12);
     let horizon = p.age_s.min(cfg.max_horizon_s).max(0.0);
@@ -1484,5 +1503,38 @@ mod changed_rules {
         let d = decide(&m, &snap(1000.0, &[(0, 3.0, 6), (1, 4.0, 8)], vec![p]), &Config::default(), &History::new());
         assert_eq!(binds(&d), [(1, "0".to_string())], "{:#?}", d.actions);
         assert!(!d.changes().any(|a| matches!(a.kind, ActionKind::Migrate { .. })), "{:#?}", d.actions);
+    }
+
+    /// Change 17: pages moved to a group of nodes go to each node in
+    /// proportion to the process's threads there, not evenly. A 6-thread
+    /// process placed on nodes 0-1 runs 4 threads on node 0 and 2 on node
+    /// 1, with 4 and 2 GiB there and 3 GiB left behind on node 2. Evening
+    /// out would give 4.5 and 4.5 GiB, half of it remote to the node that
+    /// runs two thirds of the threads; now 6 and 3 GiB, as first touch
+    /// would have put them.
+    #[test]
+    fn pages_moved_to_a_group_follow_its_threads() {
+        let d = vec![vec![10, 16, 22, 22], vec![16, 10, 22, 22], vec![22, 22, 10, 16], vec![22, 22, 16, 10]];
+        let m = machine(&[(0, 4, 16), (1, 4, 16), (2, 4, 16), (3, 4, 16)], d);
+        let mut p = proc_(1, "java", &[(0, 4.0), (1, 2.0)], &[(0, 4), (1, 2), (2, 3)], 0.4);
+        p.age_s = 3600.0;
+        p.affinity = ns("0-1");
+        p.mem_policy = MemPolicy::Preferred(ns("0-1"));
+        let mut h = History::new();
+        placed(&mut h, &p, 1200.0, "0-1", "0-1", "0-63", true);
+        h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+        let free = [(0, 0.0, 12), (1, 2.0, 14), (2, 4.0, 13), (3, 4.0, 16)];
+        let d = decide(&m, &snap(1200.0, &free, vec![p]), &Config::default(), &h);
+        let mut to = [0u64; 4];
+        for a in d.changes() {
+            if let ActionKind::Migrate { from, to: dst, pages } = a.kind {
+                assert_eq!(from, 2, "{:#?}", d.actions);
+                to[dst as usize] += pages * 4096;
+            }
+        }
+        assert_eq!(to[0] + to[1], 3 * GB, "{:#?}", d.actions);
+        let after = [4 * GB + to[0], 2 * GB + to[1]];
+        // 2:1 to within the 64 MiB a move is never split below.
+        assert!(after[0].abs_diff(2 * after[1]) <= 3 * 64 << 20, "{after:?}: {:#?}", d.actions);
     }
 }
