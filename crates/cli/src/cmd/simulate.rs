@@ -38,6 +38,11 @@ pub struct SimulateArgs {
     /// share and judges moves by CPU time).
     #[arg(long)]
     pub no_counters: bool,
+    /// A diagnostic, not the model of record: threads demand no memory
+    /// bandwidth, so no node is ever saturated (what part of a gap comes
+    /// from bandwidth, which numakit's daemon is not told).
+    #[arg(long)]
+    pub no_contention: bool,
     /// Worker threads (default: all CPUs).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -59,6 +64,9 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
     }
     let mut settings = Settings::default();
     settings.params.counters = !args.no_counters;
+    if args.no_contention {
+        settings.cost.bw_per_stall_gbs = 0.0;
+    }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let report = match &args.scenario {
         Some(name) => {
