@@ -1535,6 +1535,6 @@ mod changed_rules {
         assert_eq!(to[0] + to[1], 3 * GB, "{:#?}", d.actions);
         let after = [4 * GB + to[0], 2 * GB + to[1]];
         // 2:1 to within the 64 MiB a move is never split below.
-        assert!(after[0].abs_diff(2 * after[1]) <= 3 * 64 << 20, "{after:?}: {:#?}", d.actions);
+        assert!(after[0].abs_diff(2 * after[1]) <= (3 * 64) << 20, "{after:?}: {:#?}", d.actions);
     }
 }
