@@ -239,7 +239,12 @@ mod tests {
         let bytes = AtomicU64::new(0);
         std::thread::scope(|s| {
             s.spawn(|| generate(&buf, 10, &stop, &bytes));
-            std::thread::sleep(Duration::from_millis(20));
+            // Until it has counted something (on a loaded machine the
+            // generator may not get a CPU within a fixed 20 ms), at most 10 s.
+            let t0 = std::time::Instant::now();
+            while bytes.load(Ordering::Relaxed) == 0 && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             stop.store(true, Ordering::Relaxed);
         });
         let b = bytes.load(Ordering::Relaxed);
