@@ -64,6 +64,8 @@ start_daemon() { # DIR
   for i in $(seq 200); do [ -S $1/d.sock ] && return 0; sleep 0.1; done
   echo "daemon did not start"; cat $1/err; return 1
 }
+# stop_daemon DIR: SIGTERM, then until it has exited (10 s at most).
+stop_daemon() { d=$(cat $1/pid); kill $d; for i in $(seq 100); do kill -0 $d 2>/dev/null || return 0; sleep 0.1; done; }
 scans() { grep -o '"scans": [0-9]*' $1/state/status.json 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
 wait_ready() { for i in $(seq 600); do grep -q ready $1 2>/dev/null && return 0; sleep 0.1; done; echo "not ready: $1"; }
 # loc PID: "LOCALITY NODE": the share of the process's pages (numa_maps) on
@@ -139,7 +141,7 @@ fn phase2() -> String {
          for i in $(seq 100); do [ -s /tmp/d2/state/status.json ] && grep -q '\"repairs_total\": [1-9]' /tmp/d2/state/status.json && break; sleep 1; done\n\
          echo \"repaired $(for t in /proc/$M/task/*; do taskset -pc ${{t##*/}} | sed 's/.*: //'; done | tr '\\n' ' ')\"\n\
          {NK} ctl --socket /tmp/d2/d.sock status --json | tr -d '\\n'; echo\n\
-         kill $(cat /tmp/d2/pid); sleep 1; kill $M $G\n\
+         stop_daemon /tmp/d2; kill $M $G\n\
          echo '=== err'; cat /tmp/d2/err",
         lib = lib()
     )
@@ -161,7 +163,7 @@ fn phase3() -> String {
          for p in $P; do echo \"final $p $(taskset -pc $p | sed 's/.*: //') $(loc $p)\"; done\n\
          for n in /sys/devices/system/node/node[0-3]; do echo \"free ${{n##*node}} $(grep MemFree $n/meminfo | awk '{{print $4}}')\"; done\n\
          {NK} ctl --socket /tmp/d3/d.sock status --json | tr -d '\\n'; echo\n\
-         kill $(cat /tmp/d3/pid); sleep 1; kill $P\n\
+         stop_daemon /tmp/d3; kill $P\n\
          echo '=== err'; cat /tmp/d3/err",
         lib = lib()
     )

@@ -91,7 +91,9 @@ test -e "$NUMAKIT_TUNE_STATE" && echo "state exists" || echo "no state"
 
 /// Hinting faults of a task on node 0 whose memory is on node 1: allocated
 /// (first touch, default policy) while running on node 1's CPUs, then the
-/// task is moved to node 0's CPUs and keeps touching its 64 MiB. Faster
+/// task is moved to node 0's CPUs and keeps touching its 64 MiB, for 10 s
+/// with balancing off, and with it on until the first faults, moves and page
+/// on node 0 are seen (10 s at most). Faster
 /// scanning (scan_delay/period_min 100 ms) through `tune set`, undone at the
 /// end by `tune revert`.
 const HINT_FAULTS: &str = r#"
@@ -117,7 +119,15 @@ for mode in 0 1; do
   before=$(pages $pid before)
   $NK pin $pid --nodes 0 >/dev/null || exit 1
   h0=$(vmstat numa_hint_faults); m0=$(vmstat numa_pages_migrated)
-  sleep 10
+  # 0: the whole 10 s, nothing may happen in them; 1: until faults, moves and
+  # a page on node 0 are seen, 10 s at most
+  i=0
+  while [ $i -lt 10 ]; do
+    sleep 1; i=$((i+1))
+    [ $mode = 0 ] && continue
+    h1=$(vmstat numa_hint_faults); m1=$(vmstat numa_pages_migrated); after=$(pages $pid after)
+    [ $((h1-h0)) -gt 0 ] && [ $((m1-m0)) -gt 0 ] && [ "${after#after_N0=0 }" = "$after" ] && break
+  done
   h1=$(vmstat numa_hint_faults); m1=$(vmstat numa_pages_migrated)
   after=$(pages $pid after)
   kill $pid; wait $pid 2>/dev/null
