@@ -663,6 +663,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         }
     }
     h.comms.retain(|_, c| c.harms > 0 || c.left_alone_until_s.is_some());
+    h.slow_memory.retain(|_, until| *until > now);
 
     let mut book = Book {
         free_cpus: vec![0.0; v.n()],
@@ -783,6 +784,22 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
                 reason: Why::Harm { before, after, locality_before: pl.baseline_locality, locality_after: f.locality },
                 expected_gain: 0.0,
             });
+            // A loss the process's CPU share does not explain (it waited for
+            // a CPU less than the loss) with its memory no less local than
+            // before: the memory nodes the move put it on are slower than
+            // their access-time ratio says (bandwidth, which the daemon is
+            // not told). No move puts pages or threads on them for a while.
+            let waited = p.cpu_wait / (p.cpu_use + p.cpu_wait).max(1e-12);
+            if waited < cfg.harm_threshold && f.locality + 1e-9 >= pl.baseline_locality {
+                let mem_nodes: Vec<usize> = if pl.mem_nodes.is_empty() {
+                    v.idx(&pl.cpu_nodes).into_iter().flat_map(|a| v.homes[a].iter().copied()).collect()
+                } else {
+                    v.idx(&pl.mem_nodes)
+                };
+                for b in mem_nodes {
+                    h.slow_memory.insert(machine.nodes[b].id, now + cfg.leave_alone_s);
+                }
+            }
             if pl.prev_affinity != pl.origin_affinity {
                 // Back to numakit's earlier placement, which had been judged.
                 let mem_nodes = match &pl.prev_policy {
@@ -962,6 +979,16 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
                 continue;
             }
             options.push(o);
+        }
+        // Nothing more onto memory that did harm: no pages moved there, no
+        // threads moved to the nodes it is home to.
+        if !h.slow_memory.is_empty() {
+            let slow = |b: usize| h.slow_memory.contains_key(&machine.nodes[b].id);
+            options.retain(|o| {
+                let inside: f64 = o.cpu.iter().map(|&a| f.c[a]).sum();
+                let total: f64 = f.c.iter().sum();
+                !o.moves.iter().any(|m| slow(m.1)) && (inside >= total - 1e-9 || !o.mem.iter().any(|&b| slow(b)))
+            });
         }
         let stick = if ours { cfg.stickiness } else { 1.0 };
         // Bringing the pages of numakit's own placement home to the memory
@@ -1536,5 +1563,47 @@ mod changed_rules {
         let after = [4 * GB + to[0], 2 * GB + to[1]];
         // 2:1 to within the 64 MiB a move is never split below.
         assert!(after[0].abs_diff(2 * after[1]) <= (3 * 64) << 20, "{after:?}: {:#?}", d.actions);
+    }
+
+    /// Change 19: a move judged harmful although its process had its CPUs
+    /// and its memory got no less local (by the access-time ratios) lost
+    /// through the memory it put the process on: bandwidth, which the
+    /// daemon is not told. Here a job moved to a memory-less node, its pages
+    /// to that node's home, node 0. For `leave_alone_s` no other move puts
+    /// pages or threads on node 0; without the rule the next job, remote
+    /// from its memory on node 0, is bound there. The same loss while the
+    /// job waited for a CPU says nothing about the memory.
+    #[test]
+    fn memory_that_did_harm_gets_no_more_for_a_while() {
+        // Node 1 has CPUs and no memory; its home is node 0.
+        let d = vec![vec![10, 12, 21], vec![12, 10, 21], vec![21, 21, 10]];
+        let m = machine(&[(0, 4, 16), (1, 4, 0), (2, 4, 8)], d);
+        let mut a = proc_(1, "reco", &[(1, 1.0)], &[(0, 2)], 0.5);
+        a.affinity = ns("1");
+        a.mem_policy = MemPolicy::Preferred(ns("0"));
+        a.progress.instr_rate = Some(0.8);
+        let mut h = History::new();
+        placed(&mut h, &a, 1000.0, "1", "0", "0-63", true);
+        h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").baseline_locality = 0.0;
+        let b = proc_(2, "reco", &[(2, 1.0)], &[(0, 2)], 0.5);
+        let free = [(0, 2.0, 8), (1, 3.0, 0), (2, 0.0, 0)];
+        let cfg = Config::default();
+        let d = decide(&m, &snap(1000.0, &free, vec![a.clone(), b.clone()]), &cfg, &h);
+        assert!(d.changes().any(|x| x.pid == 1 && matches!(x.reason, Why::Harm { .. })), "{:#?}", d.actions);
+        assert_eq!(d.history.slow_memory, BTreeMap::from([(0, 1000.0 + cfg.leave_alone_s)]));
+        assert!(binds(&d).iter().all(|(pid, to)| *pid != 2 || to == "2"), "{:#?}", d.actions);
+        // A scan later it still holds (and b stays off node 0 and node 1).
+        let mut b2 = b.clone();
+        b2.age_s += 15.0;
+        let d2 = decide(&m, &snap(1015.0, &free, vec![b2]), &cfg, &d.history);
+        assert!(binds(&d2).iter().all(|(pid, to)| *pid != 2 || to == "2"), "{:#?}", d2.actions);
+        // Lost while waiting for a CPU: nothing learnt, b goes to its memory.
+        a.cpu_use = 0.8;
+        a.cpu_wait = 0.2;
+        a.cpu_per_node = BTreeMap::from([(1, 0.8)]);
+        let d3 = decide(&m, &snap(1000.0, &free, vec![a, b]), &cfg, &h);
+        assert!(d3.changes().any(|x| x.pid == 1 && matches!(x.reason, Why::Harm { .. })), "{:#?}", d3.actions);
+        assert!(d3.history.slow_memory.is_empty());
+        assert_eq!(binds(&d3), [(2, "0".to_string())], "{:#?}", d3.actions);
     }
 }

@@ -118,6 +118,10 @@ pub struct History {
     pub pages_migrated: u64,
     /// Reverts so far (all time).
     pub reverts: u64,
+    /// Memory nodes slower than their access-time ratio says (node id →
+    /// until when): a move that put pages there made its process slower
+    /// although it got its CPUs and its memory got no less local.
+    pub slow_memory: BTreeMap<u32, f64>,
 }
 
 impl History {
