@@ -140,6 +140,14 @@ pub enum Why {
     Budget,
     /// A better move this scan took the room.
     RoomTaken,
+    /// The move that would pay puts pages or threads on memory marked slow
+    /// (a move there did harm that neither CPU nor locality explains).
+    SlowMemory {
+        /// The memory nodes marked slow it would use.
+        nodes: Vec<u32>,
+        /// Marked until (the latest of them).
+        until_s: f64,
+    },
     /// An earlier placement undone to make room for a bigger gain.
     MakeRoom {
         /// The process that needs the room.
@@ -197,6 +205,12 @@ impl fmt::Display for Why {
             ),
             Why::Budget => f.write_str("this scan's page budget is spent"),
             Why::RoomTaken => f.write_str("a better move this scan took the room"),
+            Why::SlowMemory { nodes, until_s } => write!(
+                f,
+                "the move that pays uses memory of node(s) {} where a move did harm that CPU and locality do not \
+                 explain; none there until t={until_s:.0}",
+                nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            ),
             Why::MakeRoom { for_pid } => write!(f, "unpinned to make room for pid {for_pid}"),
         }
     }

@@ -982,13 +982,16 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         }
         // Nothing more onto memory that did harm: no pages moved there, no
         // threads moved to the nodes it is home to.
+        let mut onto_slow: Vec<Opt> = Vec::new();
         if !h.slow_memory.is_empty() {
             let slow = |b: usize| h.slow_memory.contains_key(&machine.nodes[b].id);
-            options.retain(|o| {
+            let (keep_o, slow_o): (Vec<Opt>, Vec<Opt>) = options.into_iter().partition(|o| {
                 let inside: f64 = o.cpu.iter().map(|&a| f.c[a]).sum();
                 let total: f64 = f.c.iter().sum();
                 !o.moves.iter().any(|m| slow(m.1)) && (inside >= total - 1e-9 || !o.mem.iter().any(|&b| slow(b)))
             });
+            options = keep_o;
+            onto_slow = slow_o;
         }
         let stick = if ours { cfg.stickiness } else { 1.0 };
         // Bringing the pages of numakit's own placement home to the memory
@@ -1028,11 +1031,24 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
                 _ => Some(o),
             })
         };
+        // A move that would pay but for memory marked slow: said so.
+        let slow_why = || {
+            let mut nodes: Vec<u32> = Vec::new();
+            for o in onto_slow.iter().filter(|o| pays(o)) {
+                let mem = o.moves.iter().map(|m| m.1).chain(o.mem.iter().copied());
+                nodes.extend(mem.map(|b| machine.nodes[b].id).filter(|id| h.slow_memory.contains_key(id)));
+            }
+            nodes.sort_unstable();
+            nodes.dedup();
+            (!nodes.is_empty()).then(|| Why::SlowMemory {
+                until_s: nodes.iter().map(|id| h.slow_memory[id]).fold(0.0, f64::max),
+                nodes,
+            })
+        };
         let Some(o) = pick(true).or_else(|| pick(false)).cloned() else {
             let why = match cooling {
                 Some(last) => Why::CoolDown { until_s: last + cfg.cooldown_s },
-                None if ours => Why::InPlace,
-                None => Why::NoTarget,
+                None => slow_why().unwrap_or(if ours { Why::InPlace } else { Why::NoTarget }),
             };
             actions.push(keep(p.pid, why));
             continue;
@@ -1040,6 +1056,8 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         if !pays(&o) {
             let why = if let Some(last) = cooling {
                 Why::CoolDown { until_s: last + cfg.cooldown_s }
+            } else if let Some(why) = slow_why() {
+                why
             } else if o.gain <= 0.0 && o.moves.is_empty() {
                 Why::InPlace
             } else {
@@ -1595,8 +1613,19 @@ mod changed_rules {
         // A scan later it still holds (and b stays off node 0 and node 1).
         let mut b2 = b.clone();
         b2.age_s += 15.0;
-        let d2 = decide(&m, &snap(1015.0, &free, vec![b2]), &cfg, &d.history);
+        let d2 = decide(&m, &snap(1015.0, &free, vec![b2.clone()]), &cfg, &d.history);
         assert!(binds(&d2).iter().all(|(pid, to)| *pid != 2 || to == "2"), "{:#?}", d2.actions);
+        // With no pin in place to make instead, the decision says why the
+        // move to its memory is not made.
+        let no_pin = Config { pin_in_place: false, ..Config::default() };
+        let d4 = decide(&m, &snap(1015.0, &free, vec![b2]), &no_pin, &d.history);
+        let why: Vec<&Why> = d4.actions.iter().filter(|a| a.pid == 2).map(|a| &a.reason).collect();
+        assert_eq!(
+            why,
+            [&Why::SlowMemory { nodes: vec![0], until_s: 1000.0 + cfg.leave_alone_s }],
+            "{:#?}",
+            d4.actions
+        );
         // Lost while waiting for a CPU: nothing learnt, b goes to its memory.
         a.cpu_use = 0.8;
         a.cpu_wait = 0.2;
