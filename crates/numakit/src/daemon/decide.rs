@@ -460,6 +460,10 @@ fn evaluate(
         if cpuless.contains(&b) && targets.len() == dest.len() && dest.iter().all(|&d| room[d] < page) {
             continue;
         }
+        // Sum of the shares of the targets of each kind (fast, CPU-less).
+        let w_kind =
+            |slow: bool| -> f64 { targets.iter().filter(|&&x| cpuless.contains(&x) == slow).map(|&x| w_of(x)).sum() };
+        let (w_fast, w_slow) = (w_kind(false), w_kind(true));
         for _ in 0..64 * targets.len().max(1) {
             if left < page {
                 break;
@@ -488,8 +492,7 @@ fn evaluate(
                 .fold(f64::INFINITY, f64::min);
             // (At least d's share of what is left, and never less than 64
             // MiB at a time, so moves are not split into slivers.)
-            let w_all: f64 =
-                targets.iter().filter(|&&x| cpuless.contains(&x) == cpuless.contains(&d)).map(|&x| w_of(x)).sum();
+            let w_all = if cpuless.contains(&d) { w_slow } else { w_fast };
             let share = if w_all > 0.0 { left * w_of(d) / w_all } else { left / targets.len().max(1) as f64 };
             let level = if next.is_finite() && w_of(d) > 0.0 {
                 (next * w_of(d) - mem_after[d]).max(share).max(64.0 * 1024.0 * 1024.0)
@@ -579,6 +582,18 @@ fn evaluate(
         pin_only,
         displaced,
     })
+}
+
+/// The memory nodes of a placement: its memory nodes when it names them,
+/// else the home memory of its CPU nodes.
+fn placement_memory(v: &View, cpu_nodes: &NodeSet, mem_nodes: &NodeSet) -> Vec<usize> {
+    if !mem_nodes.is_empty() {
+        return v.idx(mem_nodes);
+    }
+    let mut d: Vec<usize> = v.idx(cpu_nodes).into_iter().flat_map(|a| v.homes[a].iter().copied()).collect();
+    d.sort_unstable();
+    d.dedup();
+    d
 }
 
 fn excluded(p: &ProcInfo, cfg: &Config) -> Option<String> {
@@ -791,12 +806,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             // not told). No move puts pages or threads on them for a while.
             let waited = p.cpu_wait / (p.cpu_use + p.cpu_wait).max(1e-12);
             if waited < cfg.harm_threshold && f.locality + 1e-9 >= pl.baseline_locality {
-                let mem_nodes: Vec<usize> = if pl.mem_nodes.is_empty() {
-                    v.idx(&pl.cpu_nodes).into_iter().flat_map(|a| v.homes[a].iter().copied()).collect()
-                } else {
-                    v.idx(&pl.mem_nodes)
-                };
-                for b in mem_nodes {
+                for b in placement_memory(&v, &pl.cpu_nodes, &pl.mem_nodes) {
                     h.slow_memory.insert(machine.nodes[b].id, now + cfg.leave_alone_s);
                 }
             }
@@ -815,15 +825,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
                 // The pages this move put on its memory nodes go back too
                 // (owed, within the budget from the next scan on): restoring
                 // only the CPUs would leave them away from their memory.
-                let dest: Vec<usize> = if back.mem_nodes.is_empty() {
-                    let mut d: Vec<usize> =
-                        v.idx(&back.cpu_nodes).into_iter().flat_map(|a| v.homes[a].iter().copied()).collect();
-                    d.sort_unstable();
-                    d.dedup();
-                    d
-                } else {
-                    v.idx(&back.mem_nodes)
-                };
+                let dest = placement_memory(&v, &back.cpu_nodes, &back.mem_nodes);
                 back.pending.clear();
                 for b in v.idx(&pl.mem_nodes).into_iter().filter(|b| !dest.contains(b)) {
                     let pages = f.mem[b] as u64 / page;
@@ -1316,6 +1318,18 @@ mod changed_rules {
         h.last_time_s = Some(now - 15.0);
     }
 
+    /// An hour-old process `p` that numakit placed on `nodes` (CPUs and
+    /// memory) and judged; the next scan is at 1200 s.
+    fn judged_placement(p: &mut ProcInfo, nodes: &str) -> History {
+        p.age_s = 3600.0;
+        p.affinity = ns(nodes);
+        p.mem_policy = MemPolicy::Preferred(ns(nodes));
+        let mut h = History::new();
+        placed(&mut h, p, 1200.0, nodes, nodes, "0-63", true);
+        h.procs.get_mut(&p.pid).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+        h
+    }
+
     fn binds(d: &Decision) -> Vec<(i32, String)> {
         d.changes()
             .filter_map(|a| match &a.kind {
@@ -1462,12 +1476,7 @@ mod changed_rules {
     fn pages_left_behind_by_our_own_placement_come_home_when_they_pay() {
         let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
         let mut p = proc_(1, "java", &[(0, 1.0)], &[(0, 2), (1, 1)], 0.04);
-        p.age_s = 3600.0;
-        p.affinity = ns("0");
-        p.mem_policy = MemPolicy::Preferred(ns("0"));
-        let mut h = History::new();
-        placed(&mut h, &p, 1200.0, "0", "0", "0-63", true);
-        h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+        let h = judged_placement(&mut p, "0");
         let d = decide(&m, &snap(1200.0, &[(0, 3.0, 5), (1, 4.0, 6)], vec![p]), &Config::default(), &h);
         let c: Vec<&ActionKind> = d.changes().map(|a| &a.kind).collect();
         assert_eq!(
@@ -1562,12 +1571,7 @@ mod changed_rules {
         let d = vec![vec![10, 16, 22, 22], vec![16, 10, 22, 22], vec![22, 22, 10, 16], vec![22, 22, 16, 10]];
         let m = machine(&[(0, 4, 16), (1, 4, 16), (2, 4, 16), (3, 4, 16)], d);
         let mut p = proc_(1, "java", &[(0, 4.0), (1, 2.0)], &[(0, 4), (1, 2), (2, 3)], 0.4);
-        p.age_s = 3600.0;
-        p.affinity = ns("0-1");
-        p.mem_policy = MemPolicy::Preferred(ns("0-1"));
-        let mut h = History::new();
-        placed(&mut h, &p, 1200.0, "0-1", "0-1", "0-63", true);
-        h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+        let h = judged_placement(&mut p, "0-1");
         let free = [(0, 0.0, 12), (1, 2.0, 14), (2, 4.0, 13), (3, 4.0, 16)];
         let d = decide(&m, &snap(1200.0, &free, vec![p]), &Config::default(), &h);
         let mut to = [0u64; 4];
