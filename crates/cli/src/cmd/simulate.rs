@@ -43,6 +43,12 @@ pub struct SimulateArgs {
     /// from bandwidth, which numakit's daemon is not told).
     #[arg(long)]
     pub no_contention: bool,
+    /// An experiment, not the daemon's default: numakit's daemon is told
+    /// each node's bandwidth and each process's memory traffic and lets
+    /// them enter its decisions (`use_bandwidth`; docs/simulate.md, change
+    /// 20, tried and not kept).
+    #[arg(long)]
+    pub bandwidth: bool,
     /// Worker threads (default: all CPUs).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -67,6 +73,7 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
     if args.no_contention {
         settings.cost.bw_per_stall_gbs = 0.0;
     }
+    settings.config.use_bandwidth = args.bandwidth;
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let report = match &args.scenario {
         Some(name) => {

@@ -73,6 +73,11 @@ pub enum Why {
         cost_s: f64,
         /// Horizon used, seconds.
         horizon_s: f64,
+        /// Expected change in the other processes' progress through the
+        /// memory bandwidth the move uses or frees, CPUs (0 when bandwidth
+        /// is not known).
+        #[serde(default)]
+        others_cpus: f64,
     },
     /// Pages still owed by an earlier move, within this scan's budget.
     Pending {
@@ -168,16 +173,23 @@ impl fmt::Display for Why {
                 benefit_s,
                 cost_s,
                 horizon_s,
-            } => write!(
-                f,
-                "access-time ratio {ratio_now:.2} -> {ratio_after:.2} with {:.0}% of cycles stalled on memory ({}): \
-                 expected {:+.1}% progress ({:.1}% of it protection from drift), {benefit_s:.0} CPU-s gained over \
-                 {horizon_s:.0} s against {cost_s:.1} CPU-s to move pages",
-                stall_share * 100.0,
-                if *measured { "measured" } else { "assumed" },
-                gain * 100.0,
-                drift_protection * 100.0
-            ),
+                others_cpus,
+            } => {
+                write!(
+                    f,
+                    "access-time ratio {ratio_now:.2} -> {ratio_after:.2} with {:.0}% of cycles stalled on memory \
+                     ({}): expected {:+.1}% progress ({:.1}% of it protection from drift), {benefit_s:.0} CPU-s \
+                     gained over {horizon_s:.0} s against {cost_s:.1} CPU-s to move pages",
+                    stall_share * 100.0,
+                    if *measured { "measured" } else { "assumed" },
+                    gain * 100.0,
+                    drift_protection * 100.0
+                )?;
+                if *others_cpus != 0.0 {
+                    write!(f, ", others {others_cpus:+.2} CPUs through memory bandwidth")?;
+                }
+                Ok(())
+            }
             Why::Pending { left_pages } => write!(f, "continuing an earlier move, {left_pages} pages left after this"),
             Why::Harm { before, after, locality_before, locality_after } => write!(
                 f,

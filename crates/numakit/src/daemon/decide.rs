@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::action::{Action, ActionKind, Why};
+use super::bandwidth::{self, NodeLoad};
 use super::config::Config;
 use super::history::{History, Placement, ProcRecord};
 use super::machine::Machine;
@@ -63,6 +64,11 @@ impl View<'_> {
     }
     /// Σ c_a m_b r_ab over the non-zero entries.
     fn ratio(&self, c: &[f64], mem: &[f64]) -> f64 {
+        self.ratio_k(c, mem, &[])
+    }
+    /// Σ c_a m_b r_ab k_b: with each memory node's contention factor `k`
+    /// (empty: all 1).
+    fn ratio_k(&self, c: &[f64], mem: &[f64], k: &[f64]) -> f64 {
         let cs: Vec<(usize, f64)> = c.iter().copied().enumerate().filter(|x| x.1 > 0.0).collect();
         let ms: Vec<(usize, f64)> = mem.iter().copied().enumerate().filter(|x| x.1 > 0.0).collect();
         let (ct, mt): (f64, f64) = (cs.iter().map(|x| x.1).sum(), ms.iter().map(|x| x.1).sum());
@@ -72,7 +78,7 @@ impl View<'_> {
         let mut s = 0.0;
         for &(a, ca) in &cs {
             let row = &self.r[a];
-            s += ca * ms.iter().map(|&(b, mb)| mb * row[b]).sum::<f64>();
+            s += ca * ms.iter().map(|&(b, mb)| mb * row[b] * k.get(b).copied().unwrap_or(1.0)).sum::<f64>();
         }
         s / (ct * mt)
     }
@@ -109,6 +115,9 @@ struct Book {
     node_cpu: Vec<f64>,
     /// Memory per CPU of every process, over the machine.
     mem_per_cpu_all: f64,
+    /// Memory nodes' bandwidth utilisation and the processes' exposure to
+    /// it (empty when bandwidth is not known).
+    load: NodeLoad,
 }
 
 /// Memory per CPU of the processes other than `f`'s running on node `a`:
@@ -230,6 +239,11 @@ struct Opt {
     pin_only: bool,
     /// CPU load of others it displaces (what its cost was computed with).
     displaced: f64,
+    /// Change in the other processes' progress through memory contention,
+    /// CPUs (positive: they gain).
+    others: f64,
+    /// The process's share of the node load after the move.
+    load_after: NodeLoad,
 }
 
 impl Opt {
@@ -256,6 +270,10 @@ struct Facts {
     growth: f64,
     /// Its memory, bytes (as the book counts it).
     mem_total: f64,
+    /// Memory traffic, bytes per second (0 when not counted).
+    traffic: f64,
+    /// Its share of the node load now (empty when bandwidth is not known).
+    load: NodeLoad,
 }
 
 fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
@@ -348,6 +366,8 @@ fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
         own_bound,
         growth: 0.0,
         mem_total: p.mem_total() as f64,
+        traffic: p.mem_traffic.filter(|x| x.is_finite()).unwrap_or(0.0).max(0.0),
+        load: NodeLoad::default(),
     }
 }
 
@@ -517,7 +537,7 @@ fn evaluate(
     // their current nodes, after the move on T. Counted up to the current
     // size over the horizon.
     let future = (f.growth * horizon).min(f.mem.iter().sum::<f64>());
-    let (ratio_now, ratio_after) = if future > 0.0 {
+    let (now_m, after_m) = if future > 0.0 {
         let spread = |c: &[f64]| -> Vec<f64> {
             let ct: f64 = c.iter().sum::<f64>().max(1e-12);
             let mut m = vec![0.0; v.n()];
@@ -531,7 +551,35 @@ fn evaluate(
         };
         let now_m: Vec<f64> = f.mem.iter().zip(spread(&f.c)).map(|(a, b)| a + b).collect();
         let after_m: Vec<f64> = mem_after.iter().zip(spread(&c_after)).map(|(a, b)| a + b).collect();
-        (v.ratio(&f.c, &now_m), v.ratio(&c_after, &after_m))
+        (now_m, after_m)
+    } else {
+        (f.mem.clone(), mem_after.clone())
+    };
+    // Memory bandwidth: each node's contention now, and after the
+    // process's traffic follows it (grown by the speed-up that brings: a
+    // faster process asks for more); what that does to everyone else.
+    let (k_now, k_after, others, load_after) = if book.load.active() {
+        let bw = v.m.bandwidth.as_deref().unwrap_or_default();
+        let mut after = book.load.clone();
+        after.add(&f.load, -1.0);
+        let k_now = book.load.factors();
+        let with =
+            |own: &[f64]| bandwidth::factors(&after.util.iter().zip(own).map(|(x, y)| x + y).collect::<Vec<_>>());
+        let first = with(&bandwidth::util_of(bw, f.traffic, &c_after, &after_m));
+        let up = 1.0 + speedup(f.q, v.ratio_k(&f.c, &now_m, &k_now), v.ratio_k(&c_after, &after_m, &first)).max(0.0);
+        let own_util = bandwidth::util_of(bw, f.traffic * up, &c_after, &after_m);
+        let k_after = with(&own_util);
+        let others = bandwidth::others_gain(&after.exposure, &k_now, &k_after);
+        let own = NodeLoad {
+            util: own_util,
+            exposure: bandwidth::exposure_of(&v.r, &k_after, p.cpu_use, f.q, &c_after, &after_m),
+        };
+        (k_now, k_after, others, own)
+    } else {
+        (Vec::new(), Vec::new(), 0.0, NodeLoad::default())
+    };
+    let (ratio_now, ratio_after) = if future > 0.0 || book.load.active() {
+        (v.ratio_k(&f.c, &now_m, &k_now), v.ratio_k(&c_after, &after_m, &k_after))
     } else {
         (f.ratio_now, v.ratio(&c_after, &mem_after))
     };
@@ -566,7 +614,7 @@ fn evaluate(
         0.0
     };
     let cost_s = moved / GIB * cfg.migrate_cost_s_per_gib * need.max(1.0) + disp_mem / GIB * cfg.migrate_cost_s_per_gib;
-    let benefit_s = gain * need * horizon;
+    let benefit_s = (gain * need + others) * horizon;
     let pin_only = moves.is_empty() && displaced <= 0.0 && inside >= total - 1e-9;
     Some(Opt {
         cpu: t.to_vec(),
@@ -581,7 +629,37 @@ fn evaluate(
         cost_s,
         pin_only,
         displaced,
+        others,
+        load_after,
     })
+}
+
+/// The memory nodes' bandwidth load: each process's traffic as utilisation
+/// of the nodes its memory is on, and then (with the contention that gives)
+/// its exposure to them; each process's share is kept in its facts. Empty
+/// when the machine's bandwidth is not measured or no traffic is counted.
+fn node_load(v: &View, procs: &[&ProcInfo], all: &mut BTreeMap<i32, Facts>) -> NodeLoad {
+    let Some(bw) = v.m.bandwidth.as_deref() else { return NodeLoad::default() };
+    if !all.values().any(|f| f.traffic > 0.0) {
+        return NodeLoad::default();
+    }
+    let mut load = NodeLoad { util: vec![0.0; v.n()], exposure: vec![0.0; v.n()] };
+    for f in all.values_mut() {
+        let util = bandwidth::util_of(bw, f.traffic, &f.c, &f.mem);
+        for (x, y) in load.util.iter_mut().zip(&util) {
+            *x += y;
+        }
+        f.load.util = util;
+    }
+    let k = load.factors();
+    for p in procs {
+        let Some(f) = all.get_mut(&p.pid) else { continue };
+        f.load.exposure = bandwidth::exposure_of(&v.r, &k, p.cpu_use, f.q, &f.c, &f.mem);
+        for (x, y) in load.exposure.iter_mut().zip(&f.load.exposure) {
+            *x += y;
+        }
+    }
+    load
 }
 
 /// The memory nodes of a placement: its memory nodes when it names them,
@@ -690,6 +768,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
         node_mem: vec![0.0; v.n()],
         node_cpu: vec![0.0; v.n()],
         mem_per_cpu_all: 0.0,
+        load: NodeLoad::default(),
     };
     {
         let mut mem = vec![0.0; v.n()];
@@ -732,6 +811,9 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             book.pins.push((p.pid, f.own_ours.clone(), placed.map_or(0.0, |pl| pl.expected_gain)));
         }
         all_facts.insert(p.pid, f);
+    }
+    if cfg.use_bandwidth {
+        book.load = node_load(&v, &procs, &mut all_facts);
     }
 
     let mut actions: Vec<Action> = Vec::new();
@@ -1108,6 +1190,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             benefit_s: o.benefit_s,
             cost_s: o.cost_s,
             horizon_s: p.age_s.min(cfg.max_horizon_s),
+            others_cpus: o.others,
         };
         // Undo numakit's own placements that stand in the way, least
         // expected gain first.
@@ -1213,6 +1296,8 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
             book.free_bytes[b] += x;
             book.free_bytes[d] -= x;
         }
+        book.load.add(&f.load, -1.0);
+        book.load.add(&o.load_after, 1.0);
         let rec = h.procs.entry(pid).or_insert_with(|| ProcRecord::new(&p.comm, now - p.age_s));
         rec.last_move_s = Some(now);
         rec.moves += 1;
@@ -1279,6 +1364,7 @@ mod changed_rules {
             age_s: 600.0,
             progress: Progress { cpu_rate: cpus, instr_rate: Some(cpus) },
             mem_stall_share: Some(stall),
+            mem_traffic: None,
         }
     }
 
@@ -1549,6 +1635,57 @@ mod changed_rules {
     /// pinned, because the bind that also moved those pages netted a hair
     /// more than the pin in place and then needed `min_gain` (in the test
     /// bed: "best move gains +0.02%", every scan for six minutes).
+    /// Change 20 (tried, off by default): a move onto memory whose bandwidth
+    /// is saturated pays only if what it gains beats what it costs the
+    /// processes already there.
+    #[test]
+    fn memory_bandwidth_counts_for_the_mover_and_for_the_others() {
+        let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+        // Node 0's memory streams 10 GB/s, node 1's 40; remote half of that.
+        let bw = vec![vec![10e9, 20e9], vec![5e9, 40e9]];
+        let pinned = |pid: i32, node: u32, traffic: f64| {
+            let mut q = proc_(pid, "owner", &[(node, 1.0)], &[(node, 1)], 0.6);
+            q.affinity = ns(&node.to_string());
+            q.owner_pinned = true;
+            q.mem_traffic = Some(traffic);
+            q
+        };
+        // Job 1 runs on node 0 with its memory on node 1; node 1's CPUs are
+        // all held by its owners' processes, so the one way to make it local
+        // is to bring its pages to node 0.
+        let scan = |others_on_0: f64| {
+            let mut job = proc_(1, "job", &[(0, 1.0)], &[(1, 2)], 0.5);
+            job.mem_traffic = Some(3e9);
+            let mut procs = vec![job];
+            procs.extend((2..5).map(|pid| pinned(pid, 0, others_on_0)));
+            procs.extend((5..9).map(|pid| pinned(pid, 1, 0.5e9)));
+            snap(1000.0, &[(0, 0.0, 4), (1, 0.0, 3)], procs)
+        };
+        let migrates = |d: &Decision| {
+            d.changes().filter(|a| a.pid == 1 && matches!(a.kind, ActionKind::Migrate { to: 0, .. })).count()
+        };
+        // Without bandwidth known, or with it known and not used (the
+        // default), the pages come home.
+        let mb = m.clone().with_bandwidth(bw).expect("bandwidth");
+        for machine in [&m, &mb] {
+            let d = decide(machine, &scan(4e9), &Config::default(), &History::new());
+            assert!(migrates(&d) > 0, "{:#?}", d.actions);
+        }
+        // Node 0's memory is 120 % busy with the three jobs' 12 GB/s: the
+        // job's 3 GB/s more would slow them more than it gains.
+        let cfg = Config { use_bandwidth: true, ..Config::default() };
+        let d = decide(&mb, &scan(4e9), &cfg, &History::new());
+        assert_eq!(migrates(&d), 0, "{:#?}", d.actions);
+        assert!(binds(&d).is_empty(), "{:#?}", d.actions);
+        // With room on node 0 (3 GB/s used of 10), they do.
+        let d = decide(&mb, &scan(1e9), &cfg, &History::new());
+        assert!(migrates(&d) > 0, "{:#?}", d.actions);
+        let Some(Why::Improve { others_cpus, .. }) = d.changes().find(|a| a.pid == 1).map(|a| &a.reason) else {
+            panic!("{:#?}", d.actions)
+        };
+        assert!(*others_cpus <= 0.0 && *others_cpus > -0.05, "others {others_cpus}");
+    }
+
     #[test]
     fn the_best_option_that_pays_is_taken() {
         let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);

@@ -55,6 +55,7 @@
 
 mod action;
 pub mod apply;
+mod bandwidth;
 pub mod collect;
 mod config;
 pub mod ctl;

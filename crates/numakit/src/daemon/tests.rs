@@ -40,6 +40,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], stall: f64) -> ProcInfo {
         age_s: 600.0,
         progress: Progress { cpu_rate: 1.0, instr_rate: Some(1.0) },
         mem_stall_share: Some(stall),
+        mem_traffic: None,
     }
 }
 
