@@ -406,7 +406,7 @@ fn comm_ban_is_set_by_decide_itself() {
         let d2 = decide(&m, &snap(t + 120.0, &m, &[(0.0, 4), (0.0, 4)], vec![p]), &cfg, &d1.history);
         h = d2.history;
         // (Node 1's memory is now remembered as slow, change 19 in
-        // decide.rs; the name's record is what is tested here.)
+        // decide/judge.rs; the name's record is what is tested here.)
         h.slow_memory.clear();
         t += 200.0;
     }
@@ -441,7 +441,7 @@ fn pid_reuse_forgets_the_old_process() {
     // Same pid, but started just now.
     let mut p = proc_(7, 1, &[(0, 2)], 0.4);
     p.age_s = 100.0;
-    // (Node 1's memory is remembered as slow, change 19 in decide.rs; the
+    // (Node 1's memory is remembered as slow, change 19 in decide/judge.rs; the
     // process's own record is what is tested here.)
     let mut h = d2.history.clone();
     h.slow_memory.clear();

@@ -1,0 +1,96 @@
+//! Free resources and bound load per node, kept up to date as moves are
+//! committed within one scan, and what a displaced thread or a move's
+//! pages cost on a node.
+
+use std::collections::BTreeMap;
+
+use super::facts::Facts;
+use super::view::View;
+use crate::daemon::bandwidth::{self, NodeLoad};
+use crate::daemon::config::Config;
+use crate::daemon::snapshot::ProcInfo;
+
+/// Free resources, updated as moves are committed within one scan.
+pub(super) struct Book {
+    pub(super) free_cpus: Vec<f64>,
+    pub(super) free_bytes: Vec<f64>,
+    /// CPU load the scheduler cannot move (restricted affinity).
+    pub(super) bound: Vec<f64>,
+    /// Part of `bound` that numakit itself placed (it may undo those to make
+    /// room for a bigger gain).
+    pub(super) ours: Vec<f64>,
+    /// numakit's placements: pid, load per node, expected gain.
+    pub(super) pins: Vec<(i32, Vec<f64>, f64)>,
+    /// Memory per CPU of the processes running on each node.
+    pub(super) mem_per_cpu: Vec<f64>,
+    /// Memory (bytes, each process's in proportion to its CPU use there) and
+    /// CPU use of the processes running on each node.
+    pub(super) node_mem: Vec<f64>,
+    pub(super) node_cpu: Vec<f64>,
+    /// Memory per CPU of every process, over the machine.
+    pub(super) mem_per_cpu_all: f64,
+    /// Memory nodes' bandwidth utilisation and the processes' exposure to
+    /// it (empty when bandwidth is not known).
+    pub(super) load: NodeLoad,
+}
+
+/// Memory per CPU of the processes other than `f`'s running on node `a`:
+/// what follows a thread that `f` displaces from there (its own memory
+/// does not follow the threads it displaces). When the snapshot shows
+/// nobody else there, the machine's average per CPU (as for a node
+/// without CPU use).
+pub(super) fn others_mem_per_cpu(book: &Book, f: &Facts, a: usize) -> f64 {
+    let own_cpu: f64 = f.own_cpu.iter().sum();
+    let own_mem = if own_cpu > 0.0 { f.mem_total * f.own_cpu[a] / own_cpu } else { 0.0 };
+    let cpu = book.node_cpu[a] - f.own_cpu[a];
+    if cpu > 1e-9 {
+        (book.node_mem[a] - own_mem).max(0.0) / cpu
+    } else {
+        book.mem_per_cpu_all
+    }
+}
+
+/// Memory a move must leave free on a node: the configured margin, and at
+/// least what one more CPU's worth of the processes running there uses, so
+/// that moved pages do not push the next job's first touch to a slower node.
+pub(super) fn headroom(book: &Book, cfg: &Config, b: usize) -> f64 {
+    (cfg.mem_margin_bytes as f64).max(book.mem_per_cpu[b])
+}
+
+/// numakit's placements a process of load `need` may undo: those of at most
+/// a quarter of its size (no musical chairs between equals).
+pub(super) fn undoable<'b>(
+    book: &'b Book,
+    f: &'b Facts,
+    need: f64,
+) -> impl Iterator<Item = &'b (i32, Vec<f64>, f64)> + 'b {
+    book.pins.iter().filter(move |x| x.0 != f.pid && x.1.iter().sum::<f64>() * 4.0 <= need)
+}
+
+/// The memory nodes' bandwidth load: each process's traffic as utilisation
+/// of the nodes its memory is on, and then (with the contention that gives)
+/// its exposure to them; each process's share is kept in its facts. Empty
+/// when the machine's bandwidth is not measured or no traffic is counted.
+pub(super) fn node_load(v: &View, procs: &[&ProcInfo], all: &mut BTreeMap<i32, Facts>) -> NodeLoad {
+    let Some(bw) = v.m.bandwidth.as_deref() else { return NodeLoad::default() };
+    if !all.values().any(|f| f.traffic > 0.0) {
+        return NodeLoad::default();
+    }
+    let mut load = NodeLoad { util: vec![0.0; v.n()], exposure: vec![0.0; v.n()] };
+    for f in all.values_mut() {
+        let util = bandwidth::util_of(bw, f.traffic, &f.c, &f.mem);
+        for (x, y) in load.util.iter_mut().zip(&util) {
+            *x += y;
+        }
+        f.load.util = util;
+    }
+    let k = load.factors();
+    for p in procs {
+        let Some(f) = all.get_mut(&p.pid) else { continue };
+        f.load.exposure = bandwidth::exposure_of(&v.r, &k, p.cpu_use, f.q, &f.c, &f.mem);
+        for (x, y) in load.exposure.iter_mut().zip(&f.load.exposure) {
+            *x += y;
+        }
+    }
+    load
+}
