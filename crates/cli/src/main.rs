@@ -54,10 +54,14 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                if io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return ExitCode::SUCCESS;
-                }
+            // A reader that stopped reading (`| head`) is not an error, also
+            // when the write was serde_json's.
+            let io_kind = e
+                .downcast_ref::<std::io::Error>()
+                .map(std::io::Error::kind)
+                .or_else(|| e.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind));
+            if io_kind == Some(std::io::ErrorKind::BrokenPipe) {
+                return ExitCode::SUCCESS;
             }
             let code = e.downcast_ref::<Failure>().map_or(1, |f| f.code);
             let _ = writeln!(std::io::stderr(), "numakit: {e:#}");
