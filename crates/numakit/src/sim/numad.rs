@@ -238,7 +238,18 @@ impl Policy for Numad {
                 }
                 continue;
             };
-            let why = Why::NotWorth { gain: 0.0, benefit_s: 0.0, cost_s: 0.0 };
+            // numad's own log line for the move ("Advising pid … move from
+            // nodes (…) to nodes (…)"); it weighs no gain against a cost.
+            let from: NodeSet = proc_mb.iter().filter(|(_, v)| **v > 0.0).map(|(id, _)| *id).collect();
+            let why = Why::Peer {
+                text: format!(
+                    "numad: move from nodes ({}) to nodes ({}), {:.0} MB and {:.2} CPUs",
+                    from.to_list(),
+                    target.to_list(),
+                    mbs,
+                    used / 100.0
+                ),
+            };
             let mut actions = vec![Action {
                 pid: p.pid,
                 kind: ActionKind::Bind { cpu_nodes: target.clone(), mem_nodes: NodeSet::new() },
