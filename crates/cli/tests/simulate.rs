@@ -127,3 +127,53 @@ fn bandwidth_is_an_experiment_that_changes_only_numakit() {
         }
     }
 }
+
+#[test]
+fn traces_a_scenario_and_agrees_with_the_report() {
+    // The JSON trace: the asked policies in order, their results equal to the
+    // report's for the same scenario, every bind of the run in the events.
+    let o = nk(&["simulate", "--scenario", "evgen-2s", "--trace", "--policy", "numakit,numad", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!((t["scenario"].as_str(), t["machine"].as_str()), (Some("evgen-2s"), Some("intel-2s")));
+    let report: Value =
+        serde_json::from_slice(&nk(&["simulate", "--scenario", "evgen-2s", "--json"]).stdout).expect("json");
+    let runs = t["runs"].as_array().expect("runs");
+    assert_eq!(runs.iter().filter_map(|r| r["policy"].as_str()).collect::<Vec<_>>(), ["numakit", "numad"]);
+    for run in runs {
+        let name = run["policy"].as_str().expect("policy");
+        let p = report["scenarios"][0]["policies"]
+            .as_array()
+            .expect("policies")
+            .iter()
+            .find(|p| p["policy"] == name)
+            .expect("in the report");
+        assert_eq!(run["pages_migrated"], p["pages_migrated"], "{name}");
+        assert_eq!(run["binds"], p["binds"], "{name}");
+        let events = run["events"].as_array().expect("events");
+        let binds = events.iter().filter(|e| e["event"] == "action" && e["action"] == "bind").count();
+        assert_eq!(Some(binds as u64), run["binds"].as_u64(), "{name}");
+        assert!(binds > 0, "{name} placed nothing: the trace is not tested");
+        assert!(events.iter().any(|e| e["event"] == "start") && events.iter().any(|e| e["event"] == "rate"));
+    }
+    // Text: numakit's actions with its reasons, numad's in numad's words,
+    // and the minutes side by side.
+    let o = nk(&["simulate", "--scenario", "evgen-2s", "--trace"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(text.contains("\nnumad: ") && text.contains("\nnumakit: "), "{text}");
+    assert!(text.contains("numad: move from nodes ("), "{text}");
+    assert!(text.contains("bind cpu ") && text.contains("access-time ratio"), "{text}");
+    assert!(text.contains("work per second, minute by minute"), "{text}");
+}
+
+#[test]
+fn trace_usage_errors() {
+    let o = nk(&["simulate", "--scenario", "evgen-2s", "--trace", "--policy", "numa"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("\"numa\"") && err.lines().count() == 1, "{err}");
+    // --trace needs one scenario.
+    assert_eq!(nk(&["simulate", "--trace"]).status.code(), Some(2));
+    assert_eq!(nk(&["simulate", "--all", "--trace"]).status.code(), Some(2));
+}

@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
-use numakit::present::plot;
+use numakit::present::{plot, simtrace};
 use numakit::sim::{self, Report, Scenario, ScenarioResult, Settings, Targets};
 use numakit::sys::SysRoot;
 
@@ -49,6 +49,15 @@ pub struct SimulateArgs {
     /// 20, tried and not kept).
     #[arg(long)]
     pub bandwidth: bool,
+    /// Trace the scenario given with --scenario: every job start and end,
+    /// every action each policy applied with its reason, and the work rate
+    /// of every minute side by side (with --json, as JSON).
+    #[arg(long, requires = "scenario", conflicts_with_all = ["svg", "list"])]
+    pub trace: bool,
+    /// With --trace, the policies to trace (comma-separated or repeated;
+    /// default: numad,numakit).
+    #[arg(long = "policy", value_name = "NAME", value_delimiter = ',', requires = "trace")]
+    pub policies: Vec<String>,
     /// Worker threads (default: all CPUs).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -74,6 +83,9 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
         settings.cost.bw_per_stall_gbs = 0.0;
     }
     settings.config.use_bandwidth = args.bandwidth;
+    if args.trace {
+        return trace(&mut out, args, &settings);
+    }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let report = match &args.scenario {
         Some(name) => {
@@ -99,6 +111,28 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
         writeln!(out)?;
     } else {
         out.write_all(render(&report, args.scenario.is_none()).as_bytes())?;
+    }
+    Ok(0)
+}
+
+/// `--trace`: the chosen policies' traced runs of one scenario.
+fn trace(out: &mut impl std::io::Write, args: &SimulateArgs, settings: &Settings) -> anyhow::Result<u8> {
+    let name = args.scenario.as_deref().unwrap_or_default();
+    let sc = Scenario::by_name(name)
+        .ok_or_else(|| Failure::usage(format!("no scenario {name:?} (see --list, or random-CLASS-SEED)")))?;
+    let mut policies: Vec<&str> = args.policies.iter().map(String::as_str).collect();
+    if policies.is_empty() {
+        policies = vec!["numad", "numakit"];
+    }
+    if let Some(bad) = policies.iter().find(|p| !sim::POLICIES.contains(p)) {
+        return Err(Failure::usage(format!("no policy {bad:?} (one of {})", sim::POLICIES.join(", "))).into());
+    }
+    let report = sim::trace(&sc, &policies, settings);
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(simtrace::text(&report).as_bytes())?;
     }
     Ok(0)
 }

@@ -8,7 +8,8 @@
 //! * [`svg`]: a picture of packages, nodes, cores and PUs;
 //! * [`stat`]: `numakit stat` (numastat's layout exactly with `--compat`);
 //! * [`top`]: the cells of `numakit top` and its plain-text snapshot;
-//! * [`prometheus`]: the exporter's Prometheus text exposition.
+//! * [`prometheus`]: the exporter's Prometheus text exposition;
+//! * [`simtrace`]: `numakit simulate --trace`.
 
 pub mod bench;
 pub mod compare;
@@ -17,6 +18,7 @@ pub mod json;
 pub mod plot;
 pub mod prometheus;
 pub mod show;
+pub mod simtrace;
 pub mod stat;
 pub mod svg;
 pub mod text;

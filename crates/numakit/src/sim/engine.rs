@@ -150,6 +150,55 @@ pub struct RunOutcome {
     pub reverts: u64,
     /// Per job (index → outcome), for jobs that ran at least 30 s.
     pub jobs: BTreeMap<usize, (JobOutcome, u32)>,
+    /// What happened, in order, when the run was traced
+    /// ([`Engine::traced`]); empty otherwise.
+    pub trace: Vec<TraceEvent>,
+}
+
+/// One event of a traced run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum TraceEvent {
+    /// A job started, on these CPU nodes (its affinity at start).
+    Start {
+        /// Simulated time, seconds.
+        t_s: f64,
+        /// Its pid.
+        pid: i32,
+        /// Command name (its class).
+        comm: &'static str,
+        /// Threads.
+        threads: u32,
+        /// Memory, GiB.
+        mem_gib: f64,
+        /// CPU nodes it may run on (node ids).
+        cpu_nodes: Vec<u32>,
+        /// Placed by its owner (numakit leaves it alone).
+        owner_pinned: bool,
+    },
+    /// An action of the policy, applied.
+    Action {
+        /// Simulated time, seconds.
+        t_s: f64,
+        /// The action, with its reason.
+        #[serde(flatten)]
+        action: Action,
+    },
+    /// A job ended (finished its work).
+    End {
+        /// Simulated time, seconds.
+        t_s: f64,
+        /// Its pid.
+        pid: i32,
+    },
+    /// The machine's work rate over the last minute: nominal CPU-seconds of
+    /// work per second (what throughput sums).
+    Rate {
+        /// Simulated time, seconds (the end of the minute).
+        t_s: f64,
+        /// Work per second.
+        work_per_s: f64,
+    },
 }
 
 impl RunOutcome {
@@ -179,6 +228,7 @@ pub struct Engine<'a> {
     autonuma: bool,
     out: RunOutcome,
     r: Vec<u32>,
+    trace: bool,
 }
 
 /// The set bits of a node mask, lowest first.
@@ -232,9 +282,19 @@ impl<'a> Engine<'a> {
                 binds: 0,
                 reverts: 0,
                 jobs: BTreeMap::new(),
+                trace: Vec::new(),
             },
             r: vec![0; n],
+            trace: false,
         }
+    }
+
+    /// The same engine, recording every job start and end, every applied
+    /// action and the work rate of every minute in
+    /// [`RunOutcome::trace`]. Tracing changes no result.
+    pub fn traced(mut self) -> Self {
+        self.trace = true;
+        self
     }
 
     /// Runs a policy for `horizon_s` simulated seconds.
@@ -242,12 +302,18 @@ impl<'a> Engine<'a> {
         self.autonuma = policy.autonuma();
         let dt = self.p.dt_s;
         let mut next_tick = policy.interval_s();
+        let mut minute = (0.0, 0.0);
         while self.t < horizon_s - 1e-9 {
             self.start_jobs(policy);
             self.schedule();
             self.allocate();
             self.progress();
             self.t += dt;
+            if self.trace && self.t - minute.0 >= 60.0 - 1e-9 {
+                let work_per_s = (self.out.work - minute.1) / (self.t - minute.0);
+                self.out.trace.push(TraceEvent::Rate { t_s: self.t, work_per_s });
+                minute = (self.t, self.out.work);
+            }
             self.retire();
             if self.autonuma {
                 self.autonuma_scan();
@@ -257,6 +323,9 @@ impl<'a> Engine<'a> {
                     let snap = self.snapshot();
                     let actions = policy.tick(&self.m.model, &snap);
                     for a in &actions {
+                        if self.trace {
+                            self.out.trace.push(TraceEvent::Action { t_s: self.t, action: a.clone() });
+                        }
                         self.apply(a);
                     }
                     next_tick = policy.interval_s().map(|i| self.t + i);
@@ -319,6 +388,17 @@ impl<'a> Engine<'a> {
                     _ => (all, Pol::Default, false),
                 }
             };
+            if self.trace {
+                self.out.trace.push(TraceEvent::Start {
+                    t_s: self.t,
+                    pid: 1000 + spec.index as i32,
+                    comm: spec.comm,
+                    threads: spec.threads,
+                    mem_gib: spec.mem_bytes / (1u64 << 30) as f64,
+                    cpu_nodes: bits(mask).map(|i| self.m.model.nodes[i].id).collect(),
+                    owner_pinned: owner,
+                });
+            }
             let mut t_on = vec![0u32; self.n];
             for _ in 0..spec.threads {
                 if let Some(a) = self.idlest(mask, true) {
@@ -614,6 +694,9 @@ impl<'a> Engine<'a> {
                 let j = self.jobs.swap_remove(i);
                 for b in 0..self.n {
                     self.used[b] = (self.used[b] - j.mem[b]).max(0.0);
+                }
+                if self.trace {
+                    self.out.trace.push(TraceEvent::End { t_s: self.t, pid: j.pid });
                 }
                 self.record(&j, true);
             } else {

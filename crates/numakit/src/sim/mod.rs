@@ -32,8 +32,10 @@ pub mod workload;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use serde::Serialize;
+
 pub use cost::CostModel;
-pub use engine::{Engine, RunOutcome, SimParams};
+pub use engine::{Engine, RunOutcome, SimParams, TraceEvent};
 pub use machines::SimMachine;
 pub use report::{ClassSummary, Distribution, PolicyResult, Report, ScenarioResult, Targets};
 pub use scenario::Scenario;
@@ -74,6 +76,66 @@ pub fn run_policy(sc: &Scenario, policy: &str, s: &Settings) -> Option<RunOutcom
     let mut p = make_policy(policy, &sc.machine, s)?;
     let engine = Engine::new(&sc.machine, &sc.workload, &s.cost, &s.params, sc.seed);
     Some(engine.run(p.as_mut(), sc.horizon_s))
+}
+
+/// Runs one policy on one scenario, traced: the outcome's
+/// [`trace`](RunOutcome::trace) holds every job start and end, every
+/// applied action and the work rate of every minute (the results are those
+/// of [`run_policy`]).
+pub fn trace_policy(sc: &Scenario, policy: &str, s: &Settings) -> Option<RunOutcome> {
+    let mut p = make_policy(policy, &sc.machine, s)?;
+    let engine = Engine::new(&sc.machine, &sc.workload, &s.cost, &s.params, sc.seed).traced();
+    Some(engine.run(p.as_mut(), sc.horizon_s))
+}
+
+/// One policy's traced run of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TracedRun {
+    /// The policy (one of [`POLICIES`]).
+    pub policy: String,
+    /// Nominal CPU-seconds of work per second over the horizon.
+    pub throughput: f64,
+    /// Pages (4 KiB) migrated.
+    pub pages_migrated: u64,
+    /// Bind actions applied.
+    pub binds: u64,
+    /// Reverts applied.
+    pub reverts: u64,
+    /// Every job start and end, every applied action, the work rate of
+    /// every minute, in order.
+    pub events: Vec<TraceEvent>,
+}
+
+/// `numakit simulate --trace`: some policies' traced runs of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// Machine name.
+    pub machine: String,
+    /// Simulated seconds.
+    pub horizon_s: f64,
+    /// One per policy, in the order asked.
+    pub runs: Vec<TracedRun>,
+}
+
+/// Traces `policies` (names from [`POLICIES`]; unknown names are skipped)
+/// on one scenario.
+pub fn trace(sc: &Scenario, policies: &[&str], s: &Settings) -> TraceReport {
+    let runs = policies
+        .iter()
+        .filter_map(|p| {
+            trace_policy(sc, p, s).map(|o| TracedRun {
+                policy: p.to_string(),
+                throughput: o.throughput(),
+                pages_migrated: o.pages_migrated,
+                binds: o.binds,
+                reverts: o.reverts,
+                events: o.trace,
+            })
+        })
+        .collect();
+    TraceReport { scenario: sc.name.clone(), machine: sc.machine_name.clone(), horizon_s: sc.horizon_s, runs }
 }
 
 /// Runs every policy on one scenario.

@@ -338,6 +338,54 @@ fn runs_are_deterministic() {
     assert_eq!(par[1], a);
 }
 
+/// A traced run gives the same results, and its trace accounts for them:
+/// one start per job, an end per finished job, an action event per applied
+/// action (its binds are the run's binds), and the minutes' work rates sum
+/// to the run's work.
+#[test]
+fn a_traced_run_changes_nothing_and_accounts_for_its_results() {
+    let sc = Scenario::random(Class::Evgen, 16);
+    let s = Settings::default();
+    for policy in ["numad", "numakit"] {
+        let plain = run_policy(&sc, policy, &s).expect("policy");
+        let traced = trace_policy(&sc, policy, &s).expect("policy");
+        assert!(plain.trace.is_empty());
+        assert_eq!((traced.work, traced.pages_migrated, traced.binds), (plain.work, plain.pages_migrated, plain.binds));
+        assert_eq!(traced.jobs, plain.jobs);
+        let mut starts = BTreeMap::new();
+        let (mut binds, mut ends, mut rated, mut last_t) = (0u64, 0usize, 0.0, 0.0);
+        for e in &traced.trace {
+            let t = match e {
+                TraceEvent::Start { t_s, pid, threads, .. } => {
+                    assert!(starts.insert(*pid, *threads).is_none(), "pid {pid} started twice");
+                    *t_s
+                }
+                TraceEvent::Action { t_s, action } => {
+                    assert!(starts.contains_key(&action.pid), "{policy}: action for a job never started");
+                    binds += u64::from(matches!(action.kind, ActionKind::Bind { .. }));
+                    *t_s
+                }
+                TraceEvent::End { t_s, pid } => {
+                    assert!(starts.contains_key(pid));
+                    ends += 1;
+                    *t_s
+                }
+                TraceEvent::Rate { t_s, work_per_s } => {
+                    rated += work_per_s * 60.0;
+                    *t_s
+                }
+            };
+            assert!(t >= last_t, "{policy}: events out of order at {t} s");
+            last_t = t;
+        }
+        assert_eq!(binds, traced.binds, "{policy}");
+        assert!(binds > 0, "{policy} placed nothing on this farm: the trace is not tested");
+        assert_eq!(ends, traced.jobs.values().filter(|j| j.0.finished).count(), "{policy}");
+        assert!(ends > 10, "{policy}: evgen jobs last about a minute");
+        assert!((rated - traced.work).abs() <= 1e-6 * traced.work, "{policy}: {rated} vs {}", traced.work);
+    }
+}
+
 /// The three targets on the named scenarios, one random farm per class and
 /// two farms whose shortfalls in the first run with 100 farms per class led
 /// to rule changes 6 and 7 of docs/simulate.md (the documented command runs
@@ -388,6 +436,7 @@ fn below_numad_means_below_by_more_than_rounding() {
         binds: 0,
         reverts: 0,
         jobs: BTreeMap::new(),
+        trace: Vec::new(),
     };
     let result = |name: &str, numakit: f64| {
         let runs: Vec<(String, RunOutcome)> =
