@@ -72,8 +72,9 @@ pub fn text(r: &TraceReport) -> String {
                         action.reason
                     );
                 }
-                TraceEvent::End { t_s, pid } => {
-                    let _ = writeln!(out, "{t_s:>7.0}  {pid:>5}  end");
+                TraceEvent::End { t_s, pid, finished, speed } => {
+                    let what = if *finished { "end" } else { "still running" };
+                    let _ = writeln!(out, "{t_s:>7.0}  {pid:>5}  {what}, speed {speed:.4} (1 = alone, memory local)");
                 }
                 TraceEvent::Rate { .. } => {}
             }

@@ -184,12 +184,18 @@ pub enum TraceEvent {
         #[serde(flatten)]
         action: Action,
     },
-    /// A job ended (finished its work).
+    /// A job finished its work, or was still running at the end of the
+    /// run.
     End {
         /// Simulated time, seconds.
         t_s: f64,
         /// Its pid.
         pid: i32,
+        /// Whether it finished (else the run ended first).
+        finished: bool,
+        /// Its average speed: work done over threads × seconds alive (1: as
+        /// fast as alone with local memory).
+        speed: f64,
     },
     /// The machine's work rate over the last minute: nominal CPU-seconds of
     /// work per second (what throughput sums).
@@ -679,6 +685,10 @@ impl<'a> Engine<'a> {
 
     fn record(&mut self, j: &Job, finished: bool) {
         let alive = self.t - j.start;
+        if self.trace {
+            let speed = j.work / (f64::from(j.threads().max(1)) * alive.max(1e-9));
+            self.out.trace.push(TraceEvent::End { t_s: self.t, pid: j.pid, finished, speed });
+        }
         if alive >= 30.0 - 1e-9 {
             self.out.jobs.insert(
                 j.spec.index,
@@ -694,9 +704,6 @@ impl<'a> Engine<'a> {
                 let j = self.jobs.swap_remove(i);
                 for b in 0..self.n {
                     self.used[b] = (self.used[b] - j.mem[b]).max(0.0);
-                }
-                if self.trace {
-                    self.out.trace.push(TraceEvent::End { t_s: self.t, pid: j.pid });
                 }
                 self.record(&j, true);
             } else {

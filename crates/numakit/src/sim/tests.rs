@@ -339,9 +339,9 @@ fn runs_are_deterministic() {
 }
 
 /// A traced run gives the same results, and its trace accounts for them:
-/// one start per job, an end per finished job, an action event per applied
-/// action (its binds are the run's binds), and the minutes' work rates sum
-/// to the run's work.
+/// one start and one end per job (finished, or running when the run ended),
+/// actions only for running jobs (its binds are the run's binds), and the
+/// minutes' work rates sum to the run's work.
 #[test]
 fn a_traced_run_changes_nothing_and_accounts_for_its_results() {
     let sc = Scenario::random(Class::Evgen, 16);
@@ -361,13 +361,14 @@ fn a_traced_run_changes_nothing_and_accounts_for_its_results() {
                     *t_s
                 }
                 TraceEvent::Action { t_s, action } => {
-                    assert!(starts.contains_key(&action.pid), "{policy}: action for a job never started");
+                    assert!(starts.contains_key(&action.pid), "{policy}: action for a job not running");
                     binds += u64::from(matches!(action.kind, ActionKind::Bind { .. }));
                     *t_s
                 }
-                TraceEvent::End { t_s, pid } => {
-                    assert!(starts.contains_key(pid));
-                    ends += 1;
+                TraceEvent::End { t_s, pid, finished, speed } => {
+                    assert!(starts.remove(pid).is_some(), "pid {pid} ended without a start, or twice");
+                    assert!(*speed > 0.0 && *speed <= 1.0 + 1e-9, "pid {pid}: speed {speed}");
+                    ends += usize::from(*finished);
                     *t_s
                 }
                 TraceEvent::Rate { t_s, work_per_s } => {
@@ -378,6 +379,7 @@ fn a_traced_run_changes_nothing_and_accounts_for_its_results() {
             assert!(t >= last_t, "{policy}: events out of order at {t} s");
             last_t = t;
         }
+        assert!(starts.is_empty(), "{policy}: jobs with no end event: {starts:?}");
         assert_eq!(binds, traced.binds, "{policy}");
         assert!(binds > 0, "{policy} placed nothing on this farm: the trace is not tested");
         assert_eq!(ends, traced.jobs.values().filter(|j| j.0.finished).count(), "{policy}");
