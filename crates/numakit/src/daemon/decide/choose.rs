@@ -12,9 +12,8 @@ impl Scan<'_> {
     /// Each candidate's best option that pays (pid, option, whether numakit
     /// placed it before), in pid order; a reason to keep for the others.
     pub(super) fn candidates(&mut self, procs: &[&ProcInfo], drift_rate: f64) -> Vec<(i32, Opt, bool)> {
-        let Scan { ref v, cfg, now, ref h, ref book, ref facts, ref mut actions, .. } = *self;
+        let Scan { ref v, cfg, now, ref h, ref book, facts: ref all_facts, ref mut actions, .. } = *self;
         let machine = v.m;
-        let all_facts = facts;
         let mut proposals: Vec<(i32, Opt, bool)> = Vec::new();
         for p in procs {
             // Younger than `min_age_s` but seen for two scans: only options that

@@ -21,7 +21,7 @@ impl Scan<'_> {
             page,
             ref mut h,
             ref mut book,
-            ref facts,
+            facts: ref all_facts,
             ref mut actions,
             ref mut budget,
             budget_full,
@@ -29,7 +29,6 @@ impl Scan<'_> {
             ..
         } = *self;
         let machine = v.m;
-        let all_facts = facts;
         let live: std::collections::BTreeMap<i32, &ProcInfo> = procs.iter().map(|p| (p.pid, *p)).collect();
         proposals.sort_by(|a, b| b.1.net().total_cmp(&a.1.net()).then(a.0.cmp(&b.0)));
         for (pid, o, _ours) in proposals {

@@ -17,9 +17,8 @@ impl Scan<'_> {
     /// Judges the settled moves: keeps them, or reverts those whose
     /// progress fell by more than `harm_threshold`.
     pub(super) fn judge(&mut self, procs: &[&ProcInfo]) {
-        let Scan { ref v, cfg, now, page, ref mut h, ref mut book, ref facts, ref mut actions, .. } = *self;
+        let Scan { ref v, cfg, now, page, ref mut h, ref mut book, facts: ref all_facts, ref mut actions, .. } = *self;
         let machine = v.m;
-        let all_facts = facts;
         let mut harmed_comms: BTreeSet<String> = BTreeSet::new();
         for p in procs {
             let Some(rec) = h.procs.get_mut(&p.pid) else { continue };

@@ -230,8 +230,7 @@ impl<'a> Scan<'a> {
     /// (their main node changed since the last scan); the drift rate
     /// observed so far.
     fn observe(&mut self, procs: &[&ProcInfo]) -> f64 {
-        let Scan { ref v, cfg, now, elapsed, ref mut h, ref mut facts, .. } = *self;
-        let all_facts = facts;
+        let Scan { ref v, cfg, now, elapsed, ref mut h, facts: ref mut all_facts, .. } = *self;
         for p in procs {
             if !big(p, cfg) {
                 continue;
