@@ -62,13 +62,31 @@ up() { read -r u _ < /proc/uptime; echo "$u"; }
 phase() { echo "phase $tag $1 $(up)"; }
 # sample ARGS...: nk-locality over the scenario's processes.
 sample() { "$LOC" --pids "$(echo $PIDS | tr ' ' ,)" "$@"; }
-# wait_ready FILE...: until each nk-hold printed its ready line (60 s).
+# ready_in FILE: whether an nk-hold printed its ready line there (shell
+# builtins only: no process to start).
+ready_in() {
+  [ -f "$1" ] || return 1
+  while IFS= read -r line; do
+    case $line in ready*) return 0 ;; esac
+  done < "$1"
+  return 1
+}
+# wait_ready FILE...: until each nk-hold printed its ready line, at most
+# 300 s of guest time in all (the clock is /proc/uptime, read by a builtin).
+# Not a count of checks: under TCG with every vCPU busy a check that starts
+# a process (grep, sleep) costs 1-4 s, and 600 checks of "0.1 s" ran ten
+# minutes in a CI run. Names the holder that was not ready.
 wait_ready() {
+  read -r now _ < /proc/uptime
+  end=$(( ${now%.*} + 300 ))
   for f in "$@"; do
-    i=0
-    while ! grep -q '^ready' "$f" 2>/dev/null; do
-      [ $i -ge 600 ] && return 1
-      sleep 0.1; i=$((i + 1))
+    until ready_in "$f"; do
+      read -r now _ < /proc/uptime
+      if [ "${now%.*}" -ge "$end" ]; then
+        echo "log not ready after 300 s: ${f##*/}"
+        return 1
+      fi
+      sleep 0.2
     done
   done
 }
@@ -129,7 +147,12 @@ case $SCEN in
 esac
 for p in $PIDS; do [ -d "/proc/$p" ] || OK=0; done
 if [ $OK = 0 ]; then
-  echo "result $tag status=setup-failed"; sed 's/^/log /' "$W"/h*; cleanup; exit 1
+  echo "result $tag status=setup-failed"; sed 's/^/log /' "$W"/h*
+  # where memory stood (a first touch bound to a full node waits on reclaim)
+  for n in "$NODES"/node*; do
+    echo "log ${n##*/}: $(grep -E 'MemFree|FilePages|Shmem:' "$n/meminfo" | tr -s ' ' | cut -d' ' -f3- | tr '\n' ' ')"
+  done
+  cleanup; exit 1
 fi
 sample --secs 0 > "$W/start"
 sed -n "s/^sample /setup $tag /p" "$W/start"
