@@ -89,8 +89,7 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let report = match &args.scenario {
         Some(name) => {
-            let sc = Scenario::by_name(name)
-                .ok_or_else(|| Failure::usage(format!("no scenario {name:?} (see --list, or random-CLASS-SEED)")))?;
+            let sc = scenario(name)?;
             Report::new(vec![sim::run_scenario(&sc, &settings)])
         }
         None => sim::report(true, if args.all { args.seeds } else { 0 }, &settings, threads),
@@ -115,11 +114,16 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// A named or random-CLASS-SEED scenario, or a usage error naming it.
+fn scenario(name: &str) -> Result<Scenario, Failure> {
+    Scenario::by_name(name)
+        .ok_or_else(|| Failure::usage(format!("no scenario {name:?} (see --list, or random-CLASS-SEED)")))
+}
+
 /// `--trace`: the chosen policies' traced runs of one scenario.
 fn trace(out: &mut impl std::io::Write, args: &SimulateArgs, settings: &Settings) -> anyhow::Result<u8> {
     let name = args.scenario.as_deref().unwrap_or_default();
-    let sc = Scenario::by_name(name)
-        .ok_or_else(|| Failure::usage(format!("no scenario {name:?} (see --list, or random-CLASS-SEED)")))?;
+    let sc = scenario(name)?;
     let mut policies: Vec<&str> = args.policies.iter().map(String::as_str).collect();
     if policies.is_empty() {
         policies = vec!["numad", "numakit"];

@@ -104,12 +104,10 @@ pub fn text(r: &TraceReport) -> String {
             let t = rates.iter().find_map(|x| x.get(i).map(|p| p.0)).unwrap_or(0.0);
             let _ = write!(out, "{t:>7.0}");
             for x in &rates {
-                match x.get(i) {
-                    Some((_, w)) => {
-                        let _ = write!(out, " {w:>10.3}");
-                    }
-                    None => out.push_str(&format!(" {:>10}", "-")),
-                }
+                let _ = match x.get(i) {
+                    Some((_, w)) => write!(out, " {w:>10.3}"),
+                    None => write!(out, " {:>10}", "-"),
+                };
             }
             out.push('\n');
         }

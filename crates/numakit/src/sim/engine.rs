@@ -394,10 +394,11 @@ impl<'a> Engine<'a> {
                     _ => (all, Pol::Default, false),
                 }
             };
+            let pid = 1000 + spec.index as i32;
             if self.trace {
                 self.out.trace.push(TraceEvent::Start {
                     t_s: self.t,
-                    pid: 1000 + spec.index as i32,
+                    pid,
                     comm: spec.comm,
                     threads: spec.threads,
                     mem_gib: spec.mem_bytes / (1u64 << 30) as f64,
@@ -414,7 +415,7 @@ impl<'a> Engine<'a> {
             }
             let s = self.cost.stall_share(spec.remote_slowdown);
             self.jobs.push(Job {
-                pid: 1000 + spec.index as i32,
+                pid,
                 start: self.t,
                 t_on,
                 mem: vec![0.0; self.n],

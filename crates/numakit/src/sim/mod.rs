@@ -73,8 +73,13 @@ pub fn make_policy(name: &str, m: &SimMachine, s: &Settings) -> Option<Box<dyn P
 
 /// Runs one policy on one scenario.
 pub fn run_policy(sc: &Scenario, policy: &str, s: &Settings) -> Option<RunOutcome> {
+    run_with(sc, policy, s, false)
+}
+
+fn run_with(sc: &Scenario, policy: &str, s: &Settings, traced: bool) -> Option<RunOutcome> {
     let mut p = make_policy(policy, &sc.machine, s)?;
     let engine = Engine::new(&sc.machine, &sc.workload, &s.cost, &s.params, sc.seed);
+    let engine = if traced { engine.traced() } else { engine };
     Some(engine.run(p.as_mut(), sc.horizon_s))
 }
 
@@ -83,9 +88,7 @@ pub fn run_policy(sc: &Scenario, policy: &str, s: &Settings) -> Option<RunOutcom
 /// applied action and the work rate of every minute (the results are those
 /// of [`run_policy`]).
 pub fn trace_policy(sc: &Scenario, policy: &str, s: &Settings) -> Option<RunOutcome> {
-    let mut p = make_policy(policy, &sc.machine, s)?;
-    let engine = Engine::new(&sc.machine, &sc.workload, &s.cost, &s.params, sc.seed).traced();
-    Some(engine.run(p.as_mut(), sc.horizon_s))
+    run_with(sc, policy, s, true)
 }
 
 /// One policy's traced run of a scenario.
