@@ -134,13 +134,16 @@ case $SCEN in
     done
     ;;
   uneven)
-    i=0
+    i=0; files=""
     for node in 0 0 1; do
       "$HOLD" --mib 320 --first-touch-node "$node" --loop > "$W/h$i" 2>&1 &
-      PIDS="$PIDS $!"
+      PIDS="$PIDS $!"; files="$files $W/h$i"
       i=$((i + 1))
     done
-    wait_ready "$W"/h* || OK=0
+    # the names, not a glob: a child under TCG may not have opened its
+    # output file yet (a glob then stays "h*" and is never ready)
+    # shellcheck disable=SC2086
+    wait_ready $files || OK=0
     sleep 2
     ;;
   *) echo "unknown scenario $SCEN" >&2; exit 2 ;;
