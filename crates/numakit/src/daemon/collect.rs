@@ -250,6 +250,7 @@ impl Collector {
         // Hardware counters only for the running system (not a dump).
         let mut counters = if sys.is_live() { self.counters.take() } else { None };
         let mut counted = Vec::new();
+        let mut vanished = Vec::new();
         for &pid in &pids {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
@@ -288,6 +289,7 @@ impl Collector {
                 Ok(Some(s)) => s,
                 Ok(None) => {
                     counts.vanished += 1;
+                    vanished.push(pid);
                     continue;
                 }
                 Err(e) => {
@@ -343,8 +345,20 @@ impl Collector {
         // candidates this time (CPU use near the threshold comes and goes).
         self.maps.retain(|pid, e| seen.get(pid).is_some_and(|s| s.start_ticks == e.start_ticks));
         self.maps.extend(maps_next);
+        // Gone from /proc, or the pid now names a later process. (A
+        // process alive but not read this time is no exit.)
+        let mut exited: Vec<i32> = self
+            .prev_procs
+            .iter()
+            .filter(|(pid, s)| match seen.get(*pid) {
+                Some(now) => now.start_ticks != s.start_ticks,
+                None => pids.binary_search(*pid).is_err() || vanished.contains(*pid),
+            })
+            .map(|(pid, _)| *pid)
+            .collect();
+        exited.sort_unstable();
         self.prev_procs = seen;
-        Ok((Snapshot { time_s: wall_s, nodes, procs: procs_out }, counts))
+        Ok((Snapshot { time_s: wall_s, nodes, procs: procs_out, exited }, counts))
     }
 
     /// The costly reads for one candidate; `Ok(None)` when it exited or is

@@ -64,6 +64,10 @@ pub struct Config {
     /// has run for t is as likely as not to run another t), capped here.
     /// 3600 s: the gain of one hour is the most a move is credited with.
     pub max_horizon_s: f64,
+    /// Runs of one command name seen to end before their run times replace
+    /// the age as the expected remaining run time of its processes (see
+    /// `decide`'s horizon); 0: never. 3: fewer say nothing of a spread.
+    pub runs_to_learn: u32,
     /// A move must gain this many times its cost over the horizon. 2: a
     /// factor for the uncertainty of both estimates.
     pub min_benefit_over_cost: f64,
@@ -126,6 +130,7 @@ impl Default for Config {
             default_stall_share: 0.2,
             migrate_cost_s_per_gib: 1.0,
             max_horizon_s: 3600.0,
+            runs_to_learn: 3,
             min_benefit_over_cost: 2.0,
             min_gain: 0.01,
             stickiness: 1.25,

@@ -89,6 +89,11 @@ impl ProcRecord {
     }
 }
 
+/// Run times kept per command name (the most recent).
+pub const RUNS_KEPT: usize = 32;
+/// Command names whose run times are kept (those that ended most recently).
+pub const COMMS_WITH_RUNS_KEPT: usize = 512;
+
 /// What numakit remembers of one command name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct CommRecord {
@@ -96,6 +101,25 @@ pub struct CommRecord {
     pub harms: u32,
     /// Left alone until then.
     pub left_alone_until_s: Option<f64>,
+    /// Run times (seconds, start to exit) of the last [`RUNS_KEPT`]
+    /// processes of this name that numakit watched and saw exit, oldest
+    /// first.
+    #[serde(default)]
+    pub runs: Vec<f64>,
+    /// When the last of them exited.
+    #[serde(default)]
+    pub last_run_s: Option<f64>,
+}
+
+impl CommRecord {
+    /// Records one run that ended at `at_s` after `run_s` seconds.
+    pub fn record_run(&mut self, run_s: f64, at_s: f64) {
+        if self.runs.len() >= RUNS_KEPT {
+            self.runs.remove(0);
+        }
+        self.runs.push(run_s.max(0.0));
+        self.last_run_s = Some(at_s);
+    }
 }
 
 /// The history: input and output of [`decide`](super::decide).

@@ -32,7 +32,9 @@
 //!   and after, weighted by the measured share of cycles stalled on memory
 //!   (assumed when there are no counters), plus protection from the
 //!   scheduler drift observed so far; it must beat the cost of moving the
-//!   pages over a horizon equal to the process's age (capped), by a factor.
+//!   pages over a horizon, by a factor: the process's expected remaining
+//!   run time, its age (capped) or less when the runs of its command name
+//!   seen to end say it will end sooner.
 //!   Stickiness and a cool-down per process; a global budget of pages per
 //!   second.
 //! * **Do no harm**: after a move settles, progress (instructions when

@@ -490,3 +490,45 @@ fn run_queue_wait_comes_from_each_threads_schedstat() {
     let s = rig.scan(4.0).unwrap().0;
     assert_eq!(s.procs[0].cpu_wait, 0.0);
 }
+
+/// The snapshot names the processes read at the previous scan that exited
+/// since: gone from `/proc`, or their pid now a later process. Not a
+/// process merely not read this time, and nothing on the first scan.
+#[test]
+fn exits_are_reported_once_and_only_real_ones() {
+    let f = Fake::new();
+    farm(&f, 0);
+    let mut rig = Rig::new(&f);
+    let (snap, _) = rig.scan(0.0).unwrap();
+    assert!(snap.exited.is_empty(), "the first scan knows no earlier one");
+    farm(&f, 100);
+    f.tick(100, 50);
+    let (snap, _) = rig.scan(1.0).unwrap();
+    assert!(snap.exited.is_empty(), "{:?}", snap.exited);
+    // 100 exits, 200's pid is reused by a process started later, 300 is
+    // alive but shrinks below the memory threshold (read by statm only
+    // now), the small 400 (never read in full) exits.
+    std::fs::remove_dir_all(f.root().join("proc/100")).unwrap();
+    std::fs::remove_dir_all(f.root().join("proc/400")).unwrap();
+    let stat = std::fs::read_to_string(f.root().join("proc/200/stat")).unwrap();
+    let reused = stat.replacen(" 0 1 0 100 ", " 0 1 0 150 ", 1);
+    assert_ne!(stat, reused, "the start time field was found");
+    put(f.root(), "proc/200/stat", &reused);
+    f.proc(&P {
+        pid: 300,
+        comm: "membound",
+        ticks: 200,
+        cpu: 2,
+        rss_pages: 100,
+        allowed: "0-7",
+        pages: &[(1, 100)],
+        policy: "bind:1",
+    });
+    f.tick(200, 100);
+    let (snap, _) = rig.scan(2.0).unwrap();
+    assert_eq!(snap.exited, [100, 200]);
+    // Reported once.
+    f.tick(300, 150);
+    let (snap, _) = rig.scan(3.0).unwrap();
+    assert!(snap.exited.is_empty(), "{:?}", snap.exited);
+}

@@ -132,4 +132,11 @@ pub struct Snapshot {
     pub nodes: Vec<NodeState>,
     /// Processes, in any order.
     pub procs: Vec<ProcInfo>,
+    /// Processes seen at the previous scan that have exited since (their
+    /// pid is gone or now names a process started later), in any order.
+    /// Empty when the collector cannot tell (its first scan): a process
+    /// that only left the candidates (went idle, shrank) is not here. The
+    /// decision learns each command's run times from it.
+    #[serde(default)]
+    pub exited: Vec<i32>,
 }

@@ -66,6 +66,7 @@ fn snap(t: f64, m: &Machine, free: &[(f64, u64)], procs: Vec<ProcInfo>) -> Snaps
             .map(|(n, &(c, g))| NodeState { id: n.id, free_cpus: c, free_bytes: g * GIB })
             .collect(),
         procs,
+        exited: Vec::new(),
     }
 }
 

@@ -235,6 +235,8 @@ pub struct Engine<'a> {
     out: RunOutcome,
     r: Vec<u32>,
     trace: bool,
+    /// The pids the last snapshot showed (sorted), to tell which exited.
+    shown: Vec<i32>,
 }
 
 /// The set bits of a node mask, lowest first.
@@ -292,6 +294,7 @@ impl<'a> Engine<'a> {
             },
             r: vec![0; n],
             trace: false,
+            shown: Vec::new(),
         }
     }
 
@@ -855,7 +858,12 @@ impl<'a> Engine<'a> {
             j.w_time = 0.0;
             j.w_node.iter_mut().for_each(|x| *x = 0.0);
         }
-        Snapshot { time_s: self.t, nodes, procs }
+        let mut shown: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+        shown.sort_unstable();
+        // Jobs get pids never used before, so a pid no longer shown exited.
+        let exited = self.shown.iter().filter(|pid| shown.binary_search(pid).is_err()).copied().collect();
+        self.shown = shown;
+        Snapshot { time_s: self.t, nodes, procs, exited }
     }
 
     /// AutoNUMA task placement: each job's preferred node is the CPU node

@@ -188,6 +188,7 @@ fn snap(t: f64, free: &[(u32, f64, u64)], procs: Vec<ProcInfo>) -> Snapshot {
         time_s: t,
         nodes: free.iter().map(|&(id, c, b)| NodeState { id, free_cpus: c, free_bytes: b }).collect(),
         procs,
+        exited: Vec::new(),
     }
 }
 

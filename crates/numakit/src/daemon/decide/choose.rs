@@ -77,7 +77,7 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::InPlace));
                 continue;
             }
-            let drift_p = 1.0 - (-drift_rate * p.age_s.min(cfg.max_horizon_s)).exp();
+            let drift_p = 1.0 - (-drift_rate * f.horizon).exp();
             let mut options: Vec<Opt> = Vec::new();
             for t in target_sets(v, p, f, book) {
                 // Where numakit placed it, only finishing the move (its pages)

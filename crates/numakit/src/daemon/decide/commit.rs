@@ -65,7 +65,7 @@ impl Scan<'_> {
                 gain: o.gain,
                 benefit_s: o.benefit_s,
                 cost_s: o.cost_s,
-                horizon_s: p.age_s.min(cfg.max_horizon_s),
+                horizon_s: f.horizon,
                 others_cpus: o.others,
             };
             // Undo numakit's own placements that stand in the way, least

@@ -29,6 +29,9 @@ pub(super) struct Facts {
     pub(super) traffic: f64,
     /// Its share of the node load now (empty when bandwidth is not known).
     pub(super) load: NodeLoad,
+    /// Its expected remaining run time, seconds (set by the scan from the
+    /// history: [`horizon`](super::horizon::horizon)); the age until then.
+    pub(super) horizon: f64,
 }
 
 pub(super) fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
@@ -123,6 +126,7 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
         mem_total: p.mem_total() as f64,
         traffic: p.mem_traffic.filter(|x| x.is_finite()).unwrap_or(0.0).max(0.0),
         load: NodeLoad::default(),
+        horizon: p.age_s.clamp(0.0, cfg.max_horizon_s.max(0.0)),
     }
 }
 

@@ -9,6 +9,8 @@
 //!   is, what it needs and holds, its stall share);
 //! * `book`: free and bound resources per node, kept up to date as moves
 //!   are committed;
+//! * `horizon`: how long a move's gain is credited (the expected remaining
+//!   run time, learnt per command name from the runs seen to end);
 //! * `owed`: step 2, migrations owed by earlier moves;
 //! * `judge`: step 3, settled moves judged, harmful ones reverted;
 //! * `options` and `choose`: step 4, every option of each candidate and the
@@ -28,6 +30,7 @@ mod book;
 mod choose;
 mod commit;
 mod facts;
+mod horizon;
 mod judge;
 mod options;
 mod owed;
@@ -84,7 +87,8 @@ struct Scan<'a> {
 /// Decides what to do after one scan. Pure and deterministic: the same
 /// inputs give the same actions and history.
 ///
-/// 1. Forget processes that are gone (or whose pid was reused), expire
+/// 1. Learn the run times of the processes that exited, forget processes
+///    that are gone (or whose pid was reused), expire
 ///    leave-alone periods, refill the page budget for the time elapsed.
 /// 2. Continue migrations owed by earlier moves, within the budget.
 /// 3. Judge moves that have settled: if progress fell by more than
@@ -136,6 +140,7 @@ impl<'a> Scan<'a> {
         let budget_full = (cfg.pages_per_s as f64 * elapsed) as u64;
         let budget = budget_full;
 
+        horizon::learn_runs(&mut h, &snap.exited, history.last_time_s, now);
         let live: BTreeMap<i32, &ProcInfo> = procs.iter().map(|p| (p.pid, *p)).collect();
         h.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| (now - p.age_s - rec.start_s).abs() <= 2.0));
         for rec in h.procs.values_mut() {
@@ -149,7 +154,7 @@ impl<'a> Scan<'a> {
                 c.harms = 0;
             }
         }
-        h.comms.retain(|_, c| c.harms > 0 || c.left_alone_until_s.is_some());
+        h.comms.retain(|_, c| c.harms > 0 || c.left_alone_until_s.is_some() || !c.runs.is_empty());
         h.slow_memory.retain(|_, until| *until > now);
 
         let mut book = Book {
@@ -194,7 +199,8 @@ impl<'a> Scan<'a> {
         for p in procs {
             let placed = h.procs.get(&p.pid).and_then(|r| r.placement.as_ref());
             let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
-            let f = facts::facts(&v, p, cfg, ours);
+            let mut f = facts::facts(&v, p, cfg, ours);
+            f.horizon = horizon::horizon(&h, p, cfg);
             for (b, x) in book.bound.iter_mut().zip(&f.own_bound) {
                 *b += x;
             }

@@ -274,7 +274,7 @@ pub(super) fn evaluate(
     }
     let inside: f64 = t.iter().map(|&a| f.c[a]).sum();
     let total: f64 = f.c.iter().sum::<f64>().max(1e-12);
-    let horizon = p.age_s.min(cfg.max_horizon_s).max(0.0);
+    let horizon = f.horizon;
     // Memory still being allocated lands where the threads run: now on
     // their current nodes, after the move on T. Counted up to the current
     // size over the horizon.
