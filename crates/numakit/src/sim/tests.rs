@@ -453,3 +453,23 @@ fn below_numad_means_below_by_more_than_rounding() {
     let t = Targets::check(&[&tie, &below]);
     assert_eq!(t.below_numad.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["below"]);
 }
+
+/// Change 22 in the simulator: the engine tells the daemon which jobs
+/// exited, the daemon learns the run times of `evgen` (40-90 s) and leaves
+/// the pages of jobs about to end where they are: fewer pages moved, no
+/// less work. With learning off the daemon moves them as before.
+#[test]
+fn learnt_run_times_spare_short_jobs_their_page_moves() {
+    let sc = Scenario::by_name("random-evgen-38").expect("scenario");
+    let on = Settings::default();
+    let off = Settings { config: Config { runs_to_learn: 0, ..Config::default() }, ..Settings::default() };
+    let a = run_policy(&sc, "numakit", &on).expect("run");
+    let b = run_policy(&sc, "numakit", &off).expect("run");
+    assert!(
+        a.pages_migrated * 2 < b.pages_migrated,
+        "pages {} with learning, {} without",
+        a.pages_migrated,
+        b.pages_migrated
+    );
+    assert!(a.work > b.work, "work {} with learning, {} without", a.work, b.work);
+}

@@ -6,13 +6,15 @@
 //! (`P(remaining > r) = age / (age + r)`) a process that has run for `a`
 //! seconds is as likely as not to run another `a` (the median, the
 //! cautious choice: its mean is unbounded). Once `runs_to_learn` processes
-//! of the same command name were seen to exit, their run times say more:
-//! of those that ran longer than this process has so far, the mean time
-//! they still ran (each capped), with the age as one more observation (the
-//! prior, weighted as one run). A process older than every run seen gets
-//! the age. Run times are only known of processes that ended, so early on
-//! the long ones are missing: the estimate errs short, towards doing
-//! less.
+//! of the same command name were seen to exit, their run times may say it
+//! ends sooner: of those that ran longer than this process has so far, the
+//! mean time they still ran (each capped), with the age as one more run
+//! (the prior), and never more than the age. The runs only shorten: with
+//! the whole expected run as horizon, moves of a few per cent passed
+//! against displacement costs and some did harm (docs/simulate.md, change
+//! 22). A process older than every run seen gets the age. Run times are
+//! only known of processes that ended, so early on the long ones are
+//! missing: the estimate errs short, towards doing less.
 
 use std::collections::BTreeSet;
 
