@@ -73,6 +73,10 @@ pub enum Why {
         cost_s: f64,
         /// Horizon used, seconds.
         horizon_s: f64,
+        /// Runs of the command name, seen to end, that shortened the
+        /// horizon below the process's age (0: the horizon is the age).
+        #[serde(default)]
+        horizon_runs: u32,
         /// Expected change in the other processes' progress through the
         /// memory bandwidth the move uses or frees, CPUs (0 when bandwidth
         /// is not known).
@@ -140,6 +144,12 @@ pub enum Why {
         benefit_s: f64,
         /// Cost, CPU-seconds.
         cost_s: f64,
+        /// Horizon used, seconds.
+        #[serde(default)]
+        horizon_s: f64,
+        /// As for [`Why::Improve`].
+        #[serde(default)]
+        horizon_runs: u32,
     },
     /// This scan's page budget is spent.
     Budget,
@@ -166,6 +176,16 @@ pub enum Why {
     },
 }
 
+/// Where a horizon came from, for the reason text: nothing when it is the
+/// age, else the runs that shortened it.
+fn horizon_source(runs: u32) -> String {
+    if runs == 0 {
+        String::new()
+    } else {
+        format!(" (the time left by {runs} ended runs of this command)")
+    }
+}
+
 impl fmt::Display for Why {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -179,17 +199,19 @@ impl fmt::Display for Why {
                 benefit_s,
                 cost_s,
                 horizon_s,
+                horizon_runs,
                 others_cpus,
             } => {
                 write!(
                     f,
                     "access-time ratio {ratio_now:.2} -> {ratio_after:.2} with {:.0}% of cycles stalled on memory \
                      ({}): expected {:+.1}% progress ({:.1}% of it protection from drift), {benefit_s:.0} CPU-s \
-                     gained over {horizon_s:.0} s against {cost_s:.1} CPU-s to move pages",
+                     gained over {horizon_s:.0} s{} against {cost_s:.1} CPU-s to move pages",
                     stall_share * 100.0,
                     if *measured { "measured" } else { "assumed" },
                     gain * 100.0,
-                    drift_protection * 100.0
+                    drift_protection * 100.0,
+                    horizon_source(*horizon_runs)
                 )?;
                 if *others_cpus != 0.0 {
                     write!(f, ", others {others_cpus:+.2} CPUs through memory bandwidth")?;
@@ -216,10 +238,12 @@ impl fmt::Display for Why {
             Why::Waiting => f.write_str("an earlier move is waiting to be judged"),
             Why::NoTarget => f.write_str("no node set has room for it"),
             Why::InPlace => f.write_str("already in the best place"),
-            Why::NotWorth { gain, benefit_s, cost_s } => write!(
+            Why::NotWorth { gain, benefit_s, cost_s, horizon_s, horizon_runs } => write!(
                 f,
-                "best move gains {:+.2}%, {benefit_s:.1} CPU-s against {cost_s:.1} CPU-s: not worth it",
-                gain * 100.0
+                "best move gains {:+.2}%, {benefit_s:.1} CPU-s over {horizon_s:.0} s{} against {cost_s:.1} CPU-s: \
+                 not worth it",
+                gain * 100.0,
+                horizon_source(*horizon_runs)
             ),
             Why::Budget => f.write_str("this scan's page budget is spent"),
             Why::RoomTaken => f.write_str("a better move this scan took the room"),

@@ -181,7 +181,13 @@ impl Scan<'_> {
                 } else if o.gain <= 0.0 && o.moves.is_empty() {
                     Why::InPlace
                 } else {
-                    Why::NotWorth { gain: o.gain, benefit_s: o.benefit_s, cost_s: o.cost_s }
+                    Why::NotWorth {
+                        gain: o.gain,
+                        benefit_s: o.benefit_s,
+                        cost_s: o.cost_s,
+                        horizon_s: f.horizon,
+                        horizon_runs: f.horizon_runs,
+                    }
                 };
                 actions.push(keep(p.pid, why));
                 continue;

@@ -66,6 +66,7 @@ impl Scan<'_> {
                 benefit_s: o.benefit_s,
                 cost_s: o.cost_s,
                 horizon_s: f.horizon,
+                horizon_runs: f.horizon_runs,
                 others_cpus: o.others,
             };
             // Undo numakit's own placements that stand in the way, least

@@ -32,6 +32,9 @@ pub(super) struct Facts {
     /// Its expected remaining run time, seconds (set by the scan from the
     /// history: [`horizon`](super::horizon::horizon)); the age until then.
     pub(super) horizon: f64,
+    /// The ended runs of its command name that made `horizon` shorter than
+    /// its age (0: the age).
+    pub(super) horizon_runs: u32,
 }
 
 pub(super) fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
@@ -127,6 +130,7 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
         traffic: p.mem_traffic.filter(|x| x.is_finite()).unwrap_or(0.0).max(0.0),
         load: NodeLoad::default(),
         horizon: p.age_s.clamp(0.0, cfg.max_horizon_s.max(0.0)),
+        horizon_runs: 0,
     }
 }
 

@@ -23,8 +23,9 @@ use crate::daemon::history::{History, ProcRecord, COMMS_WITH_RUNS_KEPT};
 use crate::daemon::snapshot::ProcInfo;
 
 /// The expected remaining run time of `p`, seconds, at most
-/// `cfg.max_horizon_s`.
-pub(super) fn horizon(h: &History, p: &ProcInfo, cfg: &Config) -> f64 {
+/// `cfg.max_horizon_s`, and how many ended runs made it shorter than the
+/// age (0 when it is the age).
+pub(super) fn horizon(h: &History, p: &ProcInfo, cfg: &Config) -> (f64, u32) {
     let cap = cfg.max_horizon_s.max(0.0);
     let age = p.age_s.clamp(0.0, cap);
     let Some(runs) = h
@@ -33,11 +34,16 @@ pub(super) fn horizon(h: &History, p: &ProcInfo, cfg: &Config) -> f64 {
         .map(|c| &c.runs)
         .filter(|r| cfg.runs_to_learn > 0 && r.len() >= cfg.runs_to_learn as usize)
     else {
-        return age;
+        return (age, 0);
     };
     let (sum, n) =
         runs.iter().filter(|&&r| r > p.age_s).fold((0.0, 0u32), |(s, n), &r| (s + (r - p.age_s).min(cap), n + 1));
-    ((sum + age) / f64::from(n + 1)).min(age)
+    let learnt = (sum + age) / f64::from(n + 1);
+    if learnt < age {
+        (learnt, runs.len() as u32)
+    } else {
+        (age, 0)
+    }
 }
 
 /// Records the run time of every watched process the snapshot says exited

@@ -200,7 +200,7 @@ impl<'a> Scan<'a> {
             let placed = h.procs.get(&p.pid).and_then(|r| r.placement.as_ref());
             let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
             let mut f = facts::facts(&v, p, cfg, ours);
-            f.horizon = horizon::horizon(&h, p, cfg);
+            (f.horizon, f.horizon_runs) = horizon::horizon(&h, p, cfg);
             for (b, x) in book.bound.iter_mut().zip(&f.own_bound) {
                 *b += x;
             }

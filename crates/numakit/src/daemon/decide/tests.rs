@@ -481,7 +481,9 @@ fn a_command_seen_to_end_soon_gets_no_move_that_pays_later() {
     assert!(!moved(&short, &cfg));
     let d = decide(&m, &snap(1000.0, &free, vec![p.clone()]), &cfg, &short);
     let why: Vec<&Why> = d.actions.iter().filter(|a| a.pid == 1).map(|a| &a.reason).collect();
-    assert!(matches!(why[..], [Why::NotWorth { .. }]), "{why:?}");
+    let [Why::NotWorth { horizon_s, horizon_runs, .. }] = why[..] else { panic!("{why:?}") };
+    assert_eq!((*horizon_s, *horizon_runs), (19.25, 3));
+    assert!(why[0].to_string().contains("over 19 s (the time left by 3 ended runs of this command)"), "{}", why[0]);
     // Two runs are not enough; another command's runs say nothing.
     assert!(moved(&with_runs("evgen", &[62.0, 65.0]), &cfg));
     assert!(moved(&with_runs("reco", &[62.0, 65.0, 70.0]), &cfg));
@@ -489,10 +491,10 @@ fn a_command_seen_to_end_soon_gets_no_move_that_pays_later() {
     let long = with_runs("evgen", &[3000.0, 4000.0, 5000.0]);
     let d = decide(&m, &snap(1000.0, &free, vec![p.clone()]), &cfg, &long);
     let horizon = d.actions.iter().find_map(|a| match a.reason {
-        Why::Improve { horizon_s, .. } => Some(horizon_s),
+        Why::Improve { horizon_s, horizon_runs, .. } => Some((horizon_s, horizon_runs)),
         _ => None,
     });
-    assert_eq!(horizon, Some(60.0), "{:#?}", d.actions);
+    assert_eq!(horizon, Some((60.0, 0)), "{:#?}", d.actions);
     // Runs all shorter than its age: it outlived them, the age again.
     assert!(moved(&with_runs("evgen", &[20.0, 30.0, 40.0]), &cfg));
     // Learning off.
