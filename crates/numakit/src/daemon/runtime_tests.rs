@@ -110,6 +110,11 @@ fn reco(ticks: u64, cpu: u32) -> P<'static> {
 fn farm(f: &Fake, ticks: u64) {
     // A: 1 GiB on node 0, runs on CPU 3 (node 3): remote.
     f.proc(&reco(ticks, 3));
+    farm_without_reco(f, ticks);
+}
+
+/// The farm but A.
+fn farm_without_reco(f: &Fake, ticks: u64) {
     // B: pinned by its owner to CPU 1.
     f.proc(&P {
         pid: 200,
@@ -329,6 +334,18 @@ fn service_decides_logs_and_answers_control_requests() {
     assert!(!r.ok && r.error.unwrap().contains("without --config"));
     // Dry run: no state file.
     assert!(!s.state_dir.join("state.json").exists());
+    // A watched process exits: its run time is learnt (an observation,
+    // kept in a dry run too) and shown in the status.
+    assert_eq!(ok(svc.handle(&Request::Status))["run_times"], serde_json::json!({"commands": 0, "runs": 0}));
+    std::fs::remove_dir_all(f.root().join("proc/100")).unwrap();
+    farm_without_reco(&f, 300);
+    f.tick(300, 150);
+    svc.scan(3.0).unwrap();
+    assert_eq!(ok(svc.handle(&Request::Status))["run_times"], serde_json::json!({"commands": 1, "runs": 1}));
+    farm_without_reco(&f, 400);
+    f.tick(400, 200);
+    svc.scan(4.0).unwrap();
+    assert_eq!(ok(svc.handle(&Request::Status))["run_times"], serde_json::json!({"commands": 1, "runs": 1}));
 }
 
 #[test]

@@ -429,8 +429,21 @@ impl Service {
             }
         } else {
             // Nothing applied: the history must not record moves that did
-            // not happen; only the observations (drift, growth) are kept.
+            // not happen; only the observations (drift, growth, the run
+            // times of processes that exited) are kept.
             let mut h = self.state.history.clone();
+            for (name, c) in &decision.history.comms {
+                let e = h.comms.entry(name.clone()).or_default();
+                e.runs.clone_from(&c.runs);
+                e.last_run_s = c.last_run_s;
+            }
+            for (name, c) in h.comms.iter_mut() {
+                if !decision.history.comms.contains_key(name) {
+                    c.runs.clear();
+                    c.last_run_s = None;
+                }
+            }
+            h.comms.retain(|_, c| !c.runs.is_empty() || c.harms > 0 || c.left_alone_until_s.is_some());
             h.drifts = decision.history.drifts;
             h.drift_observed_s = decision.history.drift_observed_s;
             h.last_time_s = decision.history.last_time_s;
@@ -595,6 +608,10 @@ impl Service {
                 .filter(|(_, c)| c.left_alone_until_s.is_some_and(|u| u > wall_now()))
                 .map(|(n, _)| n.clone()).collect::<Vec<_>>(),
             "reverts_ever": self.state.history.reverts,
+            "run_times": {
+                "commands": self.state.history.comms.values().filter(|c| !c.runs.is_empty()).count(),
+                "runs": self.state.history.comms.values().map(|c| c.runs.len()).sum::<usize>(),
+            },
             "globals_changed": self.state.globals,
             "progress_measure": {"by": self.collector.progress_measure().0, "why": self.collector.progress_measure().1},
         })
