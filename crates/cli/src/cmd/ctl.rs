@@ -146,5 +146,26 @@ fn status_text(d: &serde_json::Value) -> String {
         ));
     }
     out.push_str(&format!("excluded: {} {}\n", d["excluded"]["pids"], d["excluded"]["comms"]));
+    let rt = &d["run_times"];
+    if rt["runs"].as_u64().unwrap_or(0) > 0 {
+        out.push_str(&format!("run times learnt: {} runs of {} command names\n", rt["runs"], rt["commands"]));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_text;
+
+    #[test]
+    fn status_text_says_what_the_daemon_learnt() {
+        let mut d = serde_json::json!({"pid": 7, "started": "2026-11-25T00:00:00Z", "counters": {}, "interval_s": 15,
+            "managed": [{"pid": 42, "comm": "reco", "cpu_nodes": "1", "judged": true}],
+            "excluded": {"pids": [], "comms": []}, "run_times": {"commands": 2, "runs": 5}});
+        let t = status_text(&d);
+        assert!(t.contains("pid 42 (reco) on nodes 1, judged"), "{t}");
+        assert!(t.contains("run times learnt: 5 runs of 2 command names"), "{t}");
+        d["run_times"] = serde_json::json!({"commands": 0, "runs": 0});
+        assert!(!status_text(&d).contains("run times"));
+    }
 }
