@@ -81,15 +81,16 @@ awk '
     for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k); val = $i; sub(/^[^=]*=/, "", val); f[k] = val }
     run = ++runs[f["scenario"] " " f["placer"]]
     if (f["status"] != "ok") {
-      printf "| %s | %s | %d | %s | | | | | | | | |\n", f["scenario"], f["placer"], run, f["status"]; next
+      printf "| %s | %s | %d | %s | | | | | | | | | |\n", f["scenario"], f["placer"], run, f["status"]; next
     }
     aff = f["affinity"]; gsub(/cpus=/, "", aff); gsub(/\/mems=/, " / ", aff); sub(/;$/, "", aff); gsub(/;/, "; ", aff)
     over = f["over"] == "1" ? "**yes**" : "no"
     t90 = f["t90"] == "never" ? "never" : f["t90"] " s"
     cpu = f["placer_cpu_s"] == "-" ? "-" : sprintf("%s (%s user, %s sys)", f["placer_cpu_s"], f["placer_user_s"], f["placer_sys_s"])
     kern = f["numa_pte_updates"] + 0 > 0 ? sprintf("%d / %d", f["numa_pte_updates"], f["numa_hint_faults"]) : "-"
-    printf "| %s | %s | %d | %s | %s (%s) | %s | %d | %s | %s | %s | %s | %s |\n",
-      f["scenario"], f["placer"], run, pct(f["start_min"]), pct(f["final"]), pct(f["final_min"]), t90,
+    printf "| %s | %s | %d | %s | %s (%s) | %s (%s) | %s | %d | %s | %s | %s | %s | %s |\n",
+      f["scenario"], f["placer"], run, pct(f["start_min"]), pct(f["final"]), pct(f["final_min"]),
+      pct(v("final_own")), pct(v("final_own_min")), t90,
       f["pgmigrate_success"], cpu, kern, f["targets_sys_s"], over, aff
   }' "$RAW" > "$work/table"
 
@@ -115,8 +116,8 @@ kernel=$(sed -n 's/.* kernel=\([^ ]*\).*/\1/p' "$RAW" | head -n 1)
   echo "Measured ${run_line%%T*} by \`bench/placers.sh\` (${run_line#* }): guest kernel $kernel under QEMU TCG"
   echo "(\`${TOPO[*]}\`, \`clearcpuid=erms\`), host $host_line; $numad_line."
   echo
-  echo "| scenario | placer | run | locality at start (worst process) | locality at the end: all (worst process) | locality ≥ 90 % from | pages migrated | placer CPU s | AutoNUMA PTE updates / hint faults | sys s of the placed processes | a node over capacity | CPUs / memory nodes allowed at the end |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| scenario | placer | run | locality at start (worst process) | locality at the end: all (worst process) | own pages (worst process) | locality ≥ 90 % from | pages migrated | placer CPU s | AutoNUMA PTE updates / hint faults | sys s of the placed processes | a node over capacity | CPUs / memory nodes allowed at the end |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   cat "$work/table"
   echo
   echo "What the placers logged (actions only):"

@@ -27,13 +27,17 @@
 #   setup  scenario=S placer=P t= up= loc= min= pid=...  (before the placer)
 #   sample scenario=S placer=P t= up= loc= min= pid=...  (every second; t from
 #          the placer's start: its process's start time, or the sysctl write)
-#   result scenario=S placer=P status=ok key=value...     (once, at the end)
+#   result scenario=S placer=P status=ok key=value...     (once, at the end:
+#          final, final_min, final_own, final_own_min are the means of the
+#          last three samples' loc, min, own, own_min)
 #   log    <line>                                         (numad.log, numakit's decision log)
 #   phase  scenario=S placer=P NAME UPTIME                (where the guest time goes)
 # `loc` is the page-weighted locality of the scenario's processes: the share
 # of their pages (numa_maps, every mapping) on the nodes their threads ran
 # on during that second (most often seen in /proc/PID/task/*/stat field 39,
-# read every 100 ms); `min` is the lowest one process has (nk-locality).
+# read every 100 ms); `min` is the lowest one process has; `own` and `own_min`
+# the same over the processes' own pages, without the pages of files other
+# processes map too (the C library; nk-locality).
 # Under TCG with every vCPU busy each process start costs 1.5-4 s, so the
 # measuring is done by nk-locality alone and the shell forks little.
 set -u
@@ -272,16 +276,21 @@ awk -v tag="$tag" -v secs="$SECS" -v kernel="$(uname -r)" -v cap="$CAP" -v aff="
     }
     next
   }
-  { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "t") t[FNR] = kv[2]; if (kv[1] == "loc") l[FNR] = kv[2]; if (kv[1] == "min") m[FNR] = kv[2] }; n = FNR }
+  { for (i = 2; i <= NF; i++) {
+      split($i, kv, "=")
+      if (kv[1] == "t") t[FNR] = kv[2]; if (kv[1] == "loc") l[FNR] = kv[2]; if (kv[1] == "min") m[FNR] = kv[2]
+      if (kv[1] == "own") o[FNR] = kv[2]; if (kv[1] == "own_min") om[FNR] = kv[2]
+    }
+    n = FNR }
   END {
     for (i = 1; i <= n && t90 == ""; i++) {
       ok = 1; for (j = i; j < i + 3 && j <= n; j++) if (m[j] < 0.9) ok = 0
       if (ok) t90 = t[i]
     }
-    k = (n < 3) ? n : 3; fl = 0; fm = 0
-    for (i = n - k + 1; i <= n; i++) { fl += l[i] / k; fm += m[i] / k }
-    printf "result %s status=ok start=%s start_min=%s final=%.4f final_min=%.4f t90=%s samples=%d last_t=%s secs=%s %s%s %s%s affinity=%s kernel=%s\n",
-      tag, start, smin, fl, fm, (t90 == "" ? "never" : t90), n, t[n], secs, cpu, end, nk, cap, aff, kernel
+    k = (n < 3) ? n : 3; fl = 0; fm = 0; fo = 0; fom = 0
+    for (i = n - k + 1; i <= n; i++) { fl += l[i] / k; fm += m[i] / k; fo += o[i] / k; fom += om[i] / k }
+    printf "result %s status=ok start=%s start_min=%s final=%.4f final_min=%.4f final_own=%.4f final_own_min=%.4f t90=%s samples=%d last_t=%s secs=%s %s%s %s%s affinity=%s kernel=%s\n",
+      tag, start, smin, fl, fm, fo, fom, (t90 == "" ? "never" : t90), n, t[n], secs, cpu, end, nk, cap, aff, kernel
   }' "$W/samples.raw" "$W/samples"
 
 phase logs

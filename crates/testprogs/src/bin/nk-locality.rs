@@ -14,15 +14,20 @@
 //! prints one line
 //!
 //! ```text
-//! sample t=SECS up=UPTIME loc=L min=M pid=PID:LOCAL/TOTAL@RUN_NODES:N0=pages,N3=pages ...
+//! sample t=SECS up=UPTIME loc=L min=M own=L own_min=M pid=PID:LOCAL/TOTAL@RUN_NODES:N0=pages,N3=pages ...
 //! ```
 //!
 //! where a thread runs on the node it was seen on most often during the
 //! interval, a process's run nodes are those of its threads, its locality
 //! is the share of its pages on its run nodes, `loc` is the page-weighted
-//! locality of all the processes and `min` the lowest one. `t` is seconds
-//! since the start, `up` the system's uptime (`/proc/uptime`). A process
-//! that has gone is left out.
+//! locality of all the processes and `min` the lowest one. `own` and
+//! `own_min` are the same over the processes' own pages: every mapping but
+//! those of a file that other processes map too (`mapmax=` above 1 and no
+//! anonymous pages: the C library, a binary several copies run), whose
+//! pages no placement makes local to all their users (numakit's daemon
+//! leaves them where they are; numad's `migrate_pages` moves them with the
+//! rest). `t` is seconds since the start, `up` the system's uptime
+//! (`/proc/uptime`). A process that has gone is left out.
 //!
 //! It stops after `--secs`, when every process has gone, or (with
 //! `--until-min M --for N`) once `min` has been at least M in N samples in
@@ -119,17 +124,37 @@ fn vmstat() -> BTreeMap<String, i64> {
         .collect()
 }
 
-/// Pages per node over every mapping of a numa_maps text.
-fn pages_per_node(maps: &str) -> BTreeMap<u32, u64> {
-    let mut out = BTreeMap::new();
-    for tok in maps.split_whitespace() {
-        if let Some((k, v)) = tok.split_once('=') {
-            if let (Some(Ok(n)), Ok(p)) = (k.strip_prefix('N').map(str::parse::<u32>), v.parse::<u64>()) {
-                *out.entry(n).or_default() += p;
+/// Pages per node of a numa_maps text: over every mapping, and over the
+/// process's own ones (all but a file's mapping that other processes map
+/// too and that holds no anonymous pages; shared memory, `/dev/shm` and
+/// SysV segments, is its own).
+fn split_pages(maps: &str) -> (BTreeMap<u32, u64>, BTreeMap<u32, u64>) {
+    let (mut all, mut own) = (BTreeMap::new(), BTreeMap::new());
+    for line in maps.lines() {
+        let mut pages: Vec<(u32, u64)> = Vec::new();
+        let (mut file, mut mapmax, mut anon) = (false, 1u64, 0u64);
+        for tok in line.split_whitespace() {
+            let Some((k, v)) = tok.split_once('=') else { continue };
+            match k {
+                "file" => file = !(v.starts_with("/dev/shm/") || v.starts_with("/SYSV")),
+                "mapmax" => mapmax = v.parse().unwrap_or(1),
+                "anon" => anon = v.parse().unwrap_or(0),
+                _ => {
+                    if let (Some(Ok(n)), Ok(p)) = (k.strip_prefix('N').map(str::parse::<u32>), v.parse::<u64>()) {
+                        pages.push((n, p));
+                    }
+                }
+            }
+        }
+        let shared_file = file && mapmax > 1 && anon == 0;
+        for (n, p) in pages {
+            *all.entry(n).or_default() += p;
+            if !shared_file {
+                *own.entry(n).or_default() += p;
             }
         }
     }
-    out
+    (all, own)
 }
 
 /// Seen counts per thread and node during one interval.
@@ -148,30 +173,57 @@ fn tick(pids: &[i32], nodes: &BTreeMap<u32, u32>, seen: &mut Seen) {
     }
 }
 
-/// One sample: (page-weighted locality, lowest process locality, detail),
-/// `None` when every process has gone.
-fn sample(pids: &[i32], seen: &Seen) -> Option<(f64, f64, String)> {
-    let (mut local, mut total, mut min) = (0u64, 0u64, None::<f64>);
+/// Page-weighted locality over processes and the lowest one.
+#[derive(Default)]
+struct Locality {
+    local: u64,
+    total: u64,
+    min: Option<f64>,
+}
+
+impl Locality {
+    /// Adds one process's pages per node, `run` its run nodes; returns
+    /// (local, total) pages.
+    fn add(&mut self, pages: &BTreeMap<u32, u64>, run: &BTreeSet<u32>) -> (u64, u64) {
+        let tot: u64 = pages.values().sum();
+        let loc: u64 = pages.iter().filter(|(n, _)| run.contains(n)).map(|(_, p)| p).sum();
+        self.local += loc;
+        self.total += tot;
+        let share = if tot > 0 { loc as f64 / tot as f64 } else { 0.0 };
+        self.min = Some(self.min.map_or(share, |m: f64| m.min(share)));
+        (loc, tot)
+    }
+    fn share(&self) -> f64 {
+        if self.total > 0 {
+            self.local as f64 / self.total as f64
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Page-weighted locality and the lowest process's.
+type Shares = (f64, f64);
+
+/// One sample: locality over all pages and over the processes' own pages,
+/// and the detail per process; `None` when every process has gone.
+fn sample(pids: &[i32], seen: &Seen) -> Option<(Shares, Shares, String)> {
+    let (mut all, mut own) = (Locality::default(), Locality::default());
     let mut detail = String::new();
     for &pid in pids {
         let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/numa_maps")) else { continue };
-        let pages = pages_per_node(&maps);
+        let (pages, own_pages) = split_pages(&maps);
         let run: BTreeSet<u32> = seen
             .range((pid, 0)..=(pid, u32::MAX))
             .filter_map(|(_, counts)| counts.iter().max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n))).map(|(n, _)| *n))
             .collect();
-        let tot: u64 = pages.values().sum();
-        let loc: u64 = pages.iter().filter(|(n, _)| run.contains(n)).map(|(_, p)| p).sum();
-        local += loc;
-        total += tot;
-        let share = if tot > 0 { loc as f64 / tot as f64 } else { 0.0 };
-        min = Some(min.map_or(share, |m: f64| m.min(share)));
+        let (loc, tot) = all.add(&pages, &run);
+        own.add(&own_pages, &run);
         let run_s: Vec<String> = run.iter().map(u32::to_string).collect();
         let pages_s: Vec<String> = pages.iter().map(|(n, p)| format!("N{n}={p}")).collect();
         detail += &format!(" pid={pid}:{loc}/{tot}@{}:{}", run_s.join(","), pages_s.join(","));
     }
-    let loc = if total > 0 { local as f64 / total as f64 } else { 0.0 };
-    Some((loc, min?, detail))
+    Some(((all.share(), all.min?), (own.share(), own.min?), detail))
 }
 
 fn main() {
@@ -204,11 +256,14 @@ fn main() {
             tick(&pids, &nodes, &mut seen);
             std::thread::sleep(tick_every);
         }
-        let Some((loc, min, detail)) = sample(&pids, &seen) else { break "gone" };
+        let Some(((loc, min), (own, own_min), detail)) = sample(&pids, &seen) else { break "gone" };
         sys_last = pids.iter().filter_map(|&p| cpu_times(p)).map(|c| c.1).sum::<f64>().max(sys_last);
         samples += 1;
         let t = start.elapsed().as_secs_f64();
-        let line = format!("sample t={t:.1} up={:.2} loc={loc:.4} min={min:.4}{detail}", uptime());
+        let line = format!(
+            "sample t={t:.1} up={:.2} loc={loc:.4} min={min:.4} own={own:.4} own_min={own_min:.4}{detail}",
+            uptime()
+        );
         if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
             break "gone";
         }
@@ -267,9 +322,28 @@ mod tests {
     #[test]
     fn pages_summed_over_mappings() {
         let maps = "7f00 default anon=3 dirty=3 N0=2 N3=1 kernelpagesize_kB=4\n7f10 default file=/x N3=5\n";
-        let p = pages_per_node(maps);
+        let p = split_pages(maps).0;
         assert_eq!(p.get(&0), Some(&2));
         assert_eq!(p.get(&3), Some(&6));
+    }
+
+    #[test]
+    fn own_pages_leave_out_files_other_processes_map() {
+        let maps = "7f00 default anon=3 dirty=3 N0=2 N3=1 kernelpagesize_kB=4\n\
+                    7f10 default file=/usr/lib/libc.so.6 mapped=40 mapmax=9 N1=40 kernelpagesize_kB=4\n\
+                    7f20 default file=/usr/lib/libc.so.6 anon=2 dirty=2 mapmax=9 N1=2 kernelpagesize_kB=4\n\
+                    7f30 default file=/opt/job mapped=5 N3=5 kernelpagesize_kB=4\n\
+                    7f40 default file=/dev/shm/seg mapped=7 mapmax=2 N1=7 kernelpagesize_kB=4\n";
+        let (all, own) = split_pages(maps);
+        assert_eq!(all, BTreeMap::from([(0, 2), (1, 49), (3, 6)]));
+        // libc's file pages go; its written (anonymous) pages, a file only
+        // this process maps and shared memory stay.
+        assert_eq!(own, BTreeMap::from([(0, 2), (1, 9), (3, 6)]));
+        let mut l = Locality::default();
+        assert_eq!(l.add(&own, &BTreeSet::from([1])), (9, 17));
+        assert_eq!(l.add(&all, &BTreeSet::from([1])), (49, 57));
+        assert!((l.share() - 58.0 / 74.0).abs() < 1e-12);
+        assert_eq!(l.min, Some(9.0 / 17.0));
     }
 
     #[test]
@@ -280,10 +354,12 @@ mod tests {
         let nodes = cpu_nodes();
         let mut seen = Seen::new();
         tick(&[me], &nodes, &mut seen);
-        let (loc, min, detail) = sample(&[me], &seen).expect("this process");
-        assert!((0.0..=1.0).contains(&loc) && (0.0..=1.0).contains(&min), "{detail}");
+        let ((loc, min), (own, own_min), detail) = sample(&[me], &seen).expect("this process");
+        for x in [loc, min, own, own_min] {
+            assert!((0.0..=1.0).contains(&x), "{detail}");
+        }
         if nodes.values().collect::<BTreeSet<_>>().len() == 1 {
-            assert!(loc > 0.99, "one node: all local: {detail}");
+            assert!(loc > 0.99 && own > 0.99, "one node: all local: {detail}");
         }
         assert!(sample(&[], &seen).is_none());
     }
