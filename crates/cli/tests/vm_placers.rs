@@ -1,6 +1,6 @@
 //! Real kernel, side by side (docs/placers.md): numakit's daemon against
-//! Debian's numad on the daemon's scenarios, in a 4-node guest of the QEMU
-//! test bed (bench/placers/topology), one boot:
+//! Debian's numad on the daemon's scenarios, in 4-node guests of the QEMU
+//! test bed (bench/placers/topology), one boot per scenario, side by side:
 //!
 //! * `remote`: a busy 340 MiB process whose pages are on node 0 while busy
 //!   loops pinned to nodes 0-2 make the scheduler run it on node 3;
@@ -101,12 +101,18 @@ fn vm_numakit_reaches_at_least_numads_locality() {
     let opts: Vec<&str> = TOPOLOGY.lines().filter(|l| !l.starts_with('#')).flat_map(str::split_whitespace).collect();
     let topo = Topology::from_options(&opts).expect("bench/placers/topology");
 
-    let runs: Vec<(String, String)> = ["remote", "uneven"]
+    // One boot per scenario, the two side by side (a guest is one TCG
+    // thread); numad and numakit run one after the other in the same boot,
+    // so each comparison is made under the same conditions.
+    let boots: Vec<Vec<(String, String)>> = ["remote", "uneven"]
         .iter()
-        .flat_map(|s| {
-            ["numad", "numakit"].map(|p| (format!("{s}.{p}"), format!("sh bench/placers/guest.sh {s} {p} {SECS}")))
+        .map(|s| {
+            ["numad", "numakit"]
+                .map(|p| (format!("{s}.{p}"), format!("sh bench/placers/guest.sh {s} {p} {SECS}")))
+                .to_vec()
         })
         .collect();
+    let runs: Vec<(String, String)> = boots.concat();
     let spec = RunSpec {
         kernel_args: Some("clearcpuid=erms".into()),
         ..RunSpec::default()
@@ -116,7 +122,14 @@ fn vm_numakit_reaches_at_least_numads_locality() {
             .env("NK_DECIDE", NK_DECIDE)
             .timeout(Duration::from_secs(1200))
     };
-    let out = Vm::run_checks(&topo, &runs, spec).unwrap_or_else(|e| panic!("guest: {e}"));
+    let mut out = BTreeMap::new();
+    std::thread::scope(|sc| {
+        let handles: Vec<_> =
+            boots.iter().map(|checks| sc.spawn(|| Vm::run_checks(&topo, checks, spec.clone()))).collect();
+        for h in handles {
+            out.extend(h.join().expect("boot thread").unwrap_or_else(|e| panic!("guest: {e}")));
+        }
+    });
 
     let mut got = BTreeMap::new();
     for (name, _) in &runs {
