@@ -262,14 +262,7 @@ fn daemon_in_four_nodes() {
     // ERMS (docs/placers.md); without it 128 MiB take about a minute.
     let spec = RunSpec { kernel_args: Some("clearcpuid=erms".into()), ..RunSpec::default() }
         .timeout(Duration::from_secs(1200));
-    let mut out = std::collections::BTreeMap::new();
-    std::thread::scope(|s| {
-        let runs: Vec<_> = boots.iter().map(|checks| s.spawn(|| Vm::run_checks(&topo, checks, spec.clone()))).collect();
-        for r in runs {
-            let got = r.join().expect("boot thread").unwrap_or_else(|e| panic!("guest: {e}"));
-            out.extend(got);
-        }
-    });
+    let out = Vm::run_boots(&topo, &boots, spec).unwrap_or_else(|e| panic!("guest: {e}"));
 
     // 1. (i), (ii), (iii) and AutoNUMA.
     let o = &out["one"].stdout;

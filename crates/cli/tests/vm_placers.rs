@@ -122,14 +122,7 @@ fn vm_numakit_reaches_at_least_numads_locality() {
             .env("NK_DECIDE", NK_DECIDE)
             .timeout(Duration::from_secs(1200))
     };
-    let mut out = BTreeMap::new();
-    std::thread::scope(|sc| {
-        let handles: Vec<_> =
-            boots.iter().map(|checks| sc.spawn(|| Vm::run_checks(&topo, checks, spec.clone()))).collect();
-        for h in handles {
-            out.extend(h.join().expect("boot thread").unwrap_or_else(|e| panic!("guest: {e}")));
-        }
-    });
+    let out = Vm::run_boots(&topo, &boots, spec).unwrap_or_else(|e| panic!("guest: {e}"));
 
     let mut got = BTreeMap::new();
     for (name, _) in &runs {

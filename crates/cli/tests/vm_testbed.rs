@@ -191,3 +191,29 @@ fn vm_bad_topology_is_named() {
     assert_eq!(out.status.code(), Some(125), "{err}");
     assert!(err.contains("QEMU failed to start") && err.contains("unsupported machine type"), "{err}");
 }
+
+/// `Vm::run_boots` boots once per group of checks, side by side, and merges
+/// the outputs by name; a boot that does not finish is the error.
+#[test]
+fn vm_run_boots_merges_each_boots_checks() {
+    require_vm!();
+    let t = Topology::named("1n").expect("named topology");
+    let boots = [
+        vec![("a1", "echo one; cat /proc/sys/kernel/random/boot_id"), ("a2", "exit 4")],
+        vec![("b1", "echo two; cat /proc/sys/kernel/random/boot_id")],
+    ];
+    let out = Vm::run_boots(&t, &boots, RunSpec::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.keys().map(String::as_str).collect::<Vec<_>>(), ["a1", "a2", "b1"], "{out:?}");
+    assert_eq!(out["a2"].status, 4, "{out:?}");
+    let (a, b) = (out["a1"].stdout.lines().collect::<Vec<_>>(), out["b1"].stdout.lines().collect::<Vec<_>>());
+    assert_eq!((a[0], b[0]), ("one", "two"), "{out:?}");
+    // two guests, not one: each boot has its own boot id
+    assert_ne!(a.get(1), b.get(1), "{out:?}");
+
+    let hung = [vec![("ok", "true")], vec![("hangs", "sleep 600")]];
+    let spec = RunSpec::default().timeout(Duration::from_secs(12));
+    match Vm::run_boots(&t, &hung, spec) {
+        Err(Error::Guest { status, .. }) => assert_eq!(status, 124),
+        other => panic!("expected the hung boot's timeout, got {other:?}"),
+    }
+}

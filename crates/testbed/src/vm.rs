@@ -132,6 +132,38 @@ impl Vm {
         }
         Ok(results)
     }
+
+    /// Boots `topology` once per element of `boots`, all side by side (each a
+    /// [`Vm::run_checks`] on its own thread, within [`max_parallel`] guests at
+    /// once), and returns every check's output by name. A guest is one TCG
+    /// thread, so on two cores two boots take about as long as the longer one.
+    /// Check names must be unique across boots; the first boot that fails is
+    /// the error.
+    pub fn run_boots<N, C>(
+        topology: &Topology,
+        boots: &[Vec<(N, C)>],
+        spec: RunSpec,
+    ) -> Result<BTreeMap<String, Output>, Error>
+    where
+        N: AsRef<str> + Sync,
+        C: AsRef<str> + Sync,
+    {
+        let mut out = BTreeMap::new();
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = boots
+                .iter()
+                .map(|checks| {
+                    let spec = spec.clone();
+                    scope.spawn(move || Vm::run_checks(topology, checks, spec))
+                })
+                .collect();
+            for run in runs {
+                let got = run.join().unwrap_or_else(|e| std::panic::resume_unwind(e))?;
+                out.extend(got);
+            }
+            Ok(out)
+        })
+    }
 }
 
 /// Path of `testbed/numakit-vm`.
