@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use numakit::present::{plot, simtrace};
-use numakit::sim::{self, Report, Scenario, ScenarioResult, Settings, Targets};
+use numakit::sim::{self, Paired, Report, Scenario, ScenarioResult, Settings, Targets};
 use numakit::sys::SysRoot;
 
 use crate::Failure;
@@ -208,8 +208,35 @@ fn targets(out: &mut String, what: &str, t: &Targets) {
     }
 }
 
+/// numakit against numad scenario by scenario, one line per set.
+fn paired(out: &mut String, sets: &[Paired]) {
+    out.push_str("numakit against numad, scenario by scenario: above, tied (within 1e-9) or below; p, the exact\n");
+    out.push_str("sign test of above against below; numakit / numad throughput, its mean with the 95% CI\n");
+    let _ = writeln!(
+        out,
+        "{:14} {:>5} {:>6} {:>5} {:>6} {:>9} {:>7} {:>17} {:>7} {:>7}",
+        "set", "n", "above", "tied", "below", "p", "mean", "95% CI", "median", "min"
+    );
+    for x in sets {
+        let p = match x.sign.map(|t| t.p_value) {
+            None => "-".to_string(),
+            Some(p) if p >= 0.001 => format!("{p:.3}"),
+            Some(p) => format!("{p:.1e}"),
+        };
+        let ci = match (x.ratio.ci_low, x.ratio.ci_high) {
+            (Some(lo), Some(hi)) => format!("{lo:.4} to {hi:.4}"),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{:14} {:>5} {:>6} {:>5} {:>6} {:>9} {:>7.4} {:>17} {:>7.4} {:>7.4}",
+            x.set, x.scenarios, x.above, x.tied, x.below, p, x.ratio.mean, ci, x.ratio.median, x.ratio.min
+        );
+    }
+}
+
 /// The report as text: the named scenarios in full, random farms as
-/// distributions, then the targets.
+/// distributions, then the targets and numakit against numad.
 pub fn render(r: &Report, with_targets: bool) -> String {
     let mut out = String::new();
     out.push_str("Throughput relative to the oracle (best static placement known in advance); per scenario also\n");
@@ -250,6 +277,57 @@ pub fn render(r: &Report, with_targets: bool) -> String {
         if let Some(t) = &r.targets_random {
             targets(&mut out, "the random farms", t);
         }
+        if !r.vs_numad.is_empty() {
+            out.push('\n');
+            paired(&mut out, &r.vs_numad);
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use numakit::sim::{PolicyResult, Report, ScenarioResult};
+
+    use super::render;
+
+    fn farm(name: &str, random: bool, numad: f64, numakit: f64) -> ScenarioResult {
+        let pol = |policy: &str, throughput: f64| PolicyResult {
+            policy: policy.to_string(),
+            throughput,
+            vs_oracle: throughput / 10.0,
+            vs_untuned: throughput / 9.0,
+            pages_migrated: 0,
+            binds: 0,
+            reverts: 0,
+            worst_job_slowdown: 0.0,
+        };
+        ScenarioResult {
+            name: name.to_string(),
+            class: numakit::sim::Class::Reco,
+            machine: "m".to_string(),
+            seed: 1,
+            random,
+            policies: vec![pol("untuned", 9.0), pol("numad", numad), pol("numakit", numakit), pol("oracle", 10.0)],
+        }
+    }
+
+    #[test]
+    fn the_targets_are_followed_by_numakit_against_numad() {
+        let mut farms = vec![farm("reco-2s", false, 10.0, 10.0)];
+        farms.extend((0..12).map(|i| farm(&format!("random-reco-{i}"), true, 9.9, 10.0 - f64::from(i % 3) * 0.1)));
+        let text = render(&Report::new(farms), true);
+        let line = |set: &str| -> Vec<String> {
+            let l = text.lines().rev().find(|l| l.starts_with(&format!("{set} "))).unwrap_or_else(|| panic!("{text}"));
+            l.split_whitespace().map(str::to_string).collect()
+        };
+        // named: one scenario, tied, no test and no interval
+        assert_eq!(line("named")[1..6], ["1", "0", "1", "0", "-"], "{text}");
+        // 12 farms at 10.0, 9.9, 9.8 against numad's 9.9: 4 above, 4 tied, 4 below, p = 1
+        let r = line("random-reco");
+        assert_eq!(r[1..6], ["12", "4", "4", "4", "1.000"], "{text}");
+        assert_eq!(r[6], format!("{:.4}", 1.0), "{text}");
+        assert_eq!(line("random-all")[1..5], ["12", "4", "4", "4"], "{text}");
+        assert!(text.find("numakit against numad") > text.find("targets over the random farms"), "{text}");
+    }
 }

@@ -37,7 +37,7 @@ use serde::Serialize;
 pub use cost::CostModel;
 pub use engine::{Engine, RunOutcome, SimParams, TraceEvent};
 pub use machines::SimMachine;
-pub use report::{ClassSummary, Distribution, PolicyResult, Report, ScenarioResult, Targets};
+pub use report::{ClassSummary, Distribution, Paired, PolicyResult, Report, ScenarioResult, Targets};
 pub use scenario::Scenario;
 pub use workload::{Class, JobSpec, Workload};
 

@@ -1,8 +1,9 @@
 //! Results: per scenario and policy the throughput relative to the oracle
 //! and to untuned, pages migrated, binds, reverts and the worst per-job
 //! slowdown versus untuned; per class and policy the distribution (min,
-//! p5, median, mean); and the three targets checked. Plain data: the CLI
-//! renders it.
+//! p5, median, mean); the three targets checked; and numakit against
+//! numad scenario by scenario (above, tied, below, the sign test, the mean
+//! ratio with its confidence interval). Plain data: the CLI renders it.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use serde::Serialize;
 
 use super::engine::RunOutcome;
 use super::workload::Class;
+use crate::stats_math::{sign_test, SignTest, Summary};
 
 /// One policy in one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -197,6 +199,52 @@ impl Targets {
     }
 }
 
+/// numakit against numad scenario by scenario over a set of scenarios:
+/// how often it does better, as well or worse, whether that split could be
+/// chance (the sign test), and the ratio of their throughputs with a 95 %
+/// confidence interval of its mean. The random farms of a class are a
+/// sample of what its generator makes, so the test and the interval speak
+/// of a farm drawn from that generator; for the named scenarios, a fixed
+/// list, they only describe it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Paired {
+    /// Which scenarios: `named`, `random-CLASS` or `random-all`.
+    pub set: String,
+    /// Scenarios compared.
+    pub scenarios: usize,
+    /// numakit above numad by more than a [`TIE`].
+    pub above: usize,
+    /// Within a [`TIE`] of each other.
+    pub tied: usize,
+    /// numakit below numad by more than a [`TIE`].
+    pub below: usize,
+    /// The exact sign test of above against below (`None` when all tie).
+    pub sign: Option<SignTest>,
+    /// numakit's throughput / numad's, over the scenarios.
+    pub ratio: Summary,
+}
+
+impl Paired {
+    /// Of some scenarios (those with both policies); `None` when none has.
+    pub fn of(set: &str, results: &[&ScenarioResult]) -> Option<Self> {
+        let ratios: Vec<f64> = results
+            .iter()
+            .filter_map(|r| Some(r.policy("numakit")?.throughput / r.policy("numad")?.throughput))
+            .collect();
+        let above = ratios.iter().filter(|&&x| x > 1.0 + TIE).count();
+        let below = ratios.iter().filter(|&&x| x < 1.0 - TIE).count();
+        Some(Self {
+            set: set.to_string(),
+            scenarios: ratios.len(),
+            above,
+            tied: ratios.len() - above - below,
+            below,
+            sign: sign_test(above, below),
+            ratio: Summary::of(&ratios)?,
+        })
+    }
+}
+
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -209,6 +257,9 @@ pub struct Report {
     pub targets_named: Targets,
     /// Targets over the random scenarios (`None` when none ran).
     pub targets_random: Option<Targets>,
+    /// numakit against numad: over the named scenarios, the random farms
+    /// of each class, and all random farms.
+    pub vs_numad: Vec<Paired>,
 }
 
 fn summarize(set: &str, class: Option<Class>, results: &[&ScenarioResult]) -> Vec<ClassSummary> {
@@ -246,15 +297,19 @@ impl Report {
         let named: Vec<&ScenarioResult> = scenarios.iter().filter(|s| !s.random).collect();
         let random: Vec<&ScenarioResult> = scenarios.iter().filter(|s| s.random).collect();
         let mut summaries = summarize("named", None, &named);
+        let mut vs_numad: Vec<Paired> = Paired::of("named", &named).into_iter().collect();
         for class in Class::ALL {
             let these: Vec<&ScenarioResult> = random.iter().copied().filter(|s| s.class == class).collect();
-            summaries.extend(summarize(&format!("random-{}", class.name()), Some(class), &these));
+            let set = format!("random-{}", class.name());
+            summaries.extend(summarize(&set, Some(class), &these));
+            vs_numad.extend(Paired::of(&set, &these));
         }
         let targets_named = Targets::check(&named);
         let targets_random = (!random.is_empty()).then(|| Targets::check(&random));
         if !random.is_empty() {
             summaries.extend(summarize("random-all", None, &random));
+            vs_numad.extend(Paired::of("random-all", &random));
         }
-        Self { scenarios, summaries, targets_named, targets_random }
+        Self { scenarios, summaries, targets_named, targets_random, vs_numad }
     }
 }

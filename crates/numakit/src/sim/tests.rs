@@ -452,6 +452,24 @@ fn below_numad_means_below_by_more_than_rounding() {
     let (tie, below) = (result("tie", 1000.0 * (1.0 - 1e-14)), result("below", 1000.0 * (1.0 - 1e-6)));
     let t = Targets::check(&[&tie, &below]);
     assert_eq!(t.below_numad.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["below"]);
+
+    // Farm by farm: the same tie rule, the sign test over those that differ,
+    // and the ratio's mean with its interval.
+    let above: Vec<ScenarioResult> = (0..9).map(|i| result(&format!("a{i}"), 1010.0 + f64::from(i))).collect();
+    let mut all: Vec<&ScenarioResult> = above.iter().collect();
+    all.extend([&tie, &below]);
+    let p = Paired::of("random-reco", &all).expect("numakit and numad ran");
+    assert_eq!((p.scenarios, p.above, p.tied, p.below), (11, 9, 1, 1));
+    let sign = p.sign.expect("pairs differ");
+    assert!((sign.p_value - 2.0 * 11.0 / 1024.0).abs() < 1e-12, "{sign:?}");
+    let ratio = |r: &ScenarioResult| r.policy("numakit").map_or(0.0, |k| k.throughput) / 10.0;
+    let want_mean = all.iter().map(|r| ratio(r)).sum::<f64>() / 11.0;
+    assert!((p.ratio.mean - want_mean).abs() < 1e-12, "{p:?}");
+    let (lo, hi) = (p.ratio.ci_low.expect("n > 1"), p.ratio.ci_high.expect("n > 1"));
+    assert!(lo < p.ratio.mean && p.ratio.mean < hi && lo > 0.99 && hi < 1.03, "{p:?}");
+    assert!((p.ratio.min - (1.0 - 1e-6)).abs() < 1e-12, "{p:?}");
+    // a set where every scenario ties has no test to make
+    assert_eq!(Paired::of("named", &[&tie]).map(|p| p.sign), Some(None));
 }
 
 /// Change 22 in the simulator: the engine tells the daemon which jobs

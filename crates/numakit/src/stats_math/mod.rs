@@ -1,6 +1,7 @@
 //! Statistics for measurements: summaries of a sample (mean, median,
 //! standard deviation, standard error, Student-t confidence intervals, max
-//! variance), Welch's two-sample t-test, and planning (how many runs a
+//! variance), Welch's two-sample t-test, the exact sign test of paired
+//! comparisons, and planning (how many runs a
 //! target precision needs).
 //!
 //! Pure functions on `&[f64]`: nothing here measures, reads the system or
@@ -16,10 +17,12 @@
 //! ```
 
 mod planning;
+mod sign;
 mod summary;
 mod welch;
 
 pub use planning::{expected_max_variance_pct, runs_needed, PlanRow, MAX_RUNS_NEEDED};
+pub use sign::{sign_test, SignTest};
 pub use summary::{
     confidence_half_width, max_variance_pct, mean, median, std_error, stddev, student_t_quantile, Summary, CONFIDENCE,
 };
