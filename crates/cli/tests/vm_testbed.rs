@@ -210,6 +210,13 @@ fn vm_run_boots_merges_each_boots_checks() {
     // two guests, not one: each boot has its own boot id
     assert_ne!(a.get(1), b.get(1), "{out:?}");
 
+    // one name in two boots: refused before anything boots
+    let twice = [vec![("x", "true")], vec![("x", "true")]];
+    match Vm::run_boots(&t, &twice, RunSpec::default()) {
+        Err(Error::Harness(msg)) => assert!(msg.contains("'x'"), "{msg}"),
+        other => panic!("expected the duplicate name refused, got {other:?}"),
+    }
+
     let hung = [vec![("ok", "true")], vec![("hangs", "sleep 600")]];
     let spec = RunSpec::default().timeout(Duration::from_secs(12));
     match Vm::run_boots(&t, &hung, spec) {

@@ -137,8 +137,8 @@ impl Vm {
     /// [`Vm::run_checks`] on its own thread, within [`max_parallel`] guests at
     /// once), and returns every check's output by name. A guest is one TCG
     /// thread, so on two cores two boots take about as long as the longer one.
-    /// Check names must be unique across boots; the first boot that fails is
-    /// the error.
+    /// Check names must be unique across boots (a name twice is an error
+    /// before anything boots); the first boot that fails is the error.
     pub fn run_boots<N, C>(
         topology: &Topology,
         boots: &[Vec<(N, C)>],
@@ -148,6 +148,10 @@ impl Vm {
         N: AsRef<str> + Sync,
         C: AsRef<str> + Sync,
     {
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(name) = boots.iter().flatten().map(|c| c.0.as_ref()).find(|n| !seen.insert(*n)) {
+            return Err(Error::Harness(format!("check name '{name}' in more than one boot")));
+        }
         let mut out = BTreeMap::new();
         std::thread::scope(|scope| {
             let runs: Vec<_> = boots
