@@ -76,18 +76,12 @@ fn checks() -> Vec<(String, String)> {
         "ip link set lo up\n\
          {NK} exporter --listen 127.0.0.1:0 --top 5 >/dev/null 2>/tmp/exp.err &\nE=$!\n\
          for i in $(seq 100); do grep -q http:// /tmp/exp.err && break; sleep 0.1; done\n\
-         B=$(cat /tmp/bound.pid); cat /proc/$B/numa_maps; echo '=== scrape'\n\
-         curl -sS \"$(grep -o 'http://[^ ]*' /tmp/exp.err)\"; echo '=== after'; cat /proc/$B/numa_maps; kill $E"
+         {scrape}\nkill $E",
+        scrape = bracketed("curl -sS \"$(grep -o 'http://[^ ]*' /tmp/exp.err)\"")
     );
     vec![
         ("start".into(), start),
-        (
-            "bound".into(),
-            format!(
-                "B=$(cat /tmp/bound.pid); cat /proc/$B/numa_maps; echo '=== json'; {NK} stat -p $B --json\n\
-                 echo '=== after'; cat /proc/$B/numa_maps"
-            ),
-        ),
+        ("bound".into(), bracketed(&format!("{NK} stat -p $(cat /tmp/bound.pid) --json"))),
         ("inter_json".into(), format!("{NK} stat -p $(cat /tmp/inter.pid) --json")),
         ("inter_maps".into(), "cat /proc/$(cat /tmp/inter.pid)/numa_maps".into()),
         ("text".into(), format!("{NK} stat -p $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)")),
@@ -97,6 +91,25 @@ fn checks() -> Vec<(String, String)> {
         ("exporter".into(), exporter),
         ("stop".into(), "kill $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)".into()),
     ]
+}
+
+/// Shell: `cmd` between two reads of the bound helper's numa_maps (file
+/// pages of what it maps may come and go while `cmd` reads).
+fn bracketed(cmd: &str) -> String {
+    format!(
+        "B=$(cat /tmp/bound.pid); cat /proc/$B/numa_maps; echo '=== run'\n{cmd}\n\
+         echo '=== after'; cat /proc/$B/numa_maps"
+    )
+}
+
+/// Of [`bracketed`]'s output: the bytes numa_maps put on node 2 before and
+/// after (smaller first), what `cmd` printed, and the numa_maps after.
+fn bracket_on_2(out: &str) -> ((u64, u64), &str, &str) {
+    let (before, rest) = out.split_once("=== run\n").expect("run marker");
+    let (printed, after) = rest.split_once("=== after\n").expect("after marker");
+    let on_2 = |maps: &str| maps_bytes(maps).get(&2).copied().unwrap_or(0);
+    let (a, b) = (on_2(before), on_2(after));
+    ((a.min(b), a.max(b)), printed, after)
 }
 
 /// Pages per node of one numa_maps line, and its page size.
@@ -178,14 +191,11 @@ fn vm_stat_in_four_nodes() {
     // Bound to node 2: everything numa_maps puts on node 2 (read just before
     // and just after), and the buffer there.
     let bound = get("bound");
-    let (maps_before, rest) = bound.split_once("=== json\n").expect("json");
-    let (json, maps) = rest.split_once("=== after\n").expect("after");
+    let ((lo, hi), json, maps) = bracket_on_2(&bound);
     let p = process(json);
     assert_eq!(p["pid"].to_string(), bound_pid);
     assert_eq!(p["cpus_nodes"], serde_json::json!([2]), "{p}");
     assert_eq!(p["locality"].as_f64(), Some(1.0), "{p}");
-    let on_2 = |maps: &str| maps_bytes(maps).get(&2).copied().unwrap_or(0);
-    let (lo, hi) = (on_2(maps_before).min(on_2(maps)), on_2(maps_before).max(on_2(maps)));
     assert!((lo..=hi).contains(&node_bytes(&p, 2)), "numa_maps {lo} before, {hi} after: {p}\n{maps}");
     assert!(node_bytes(&p, 2) >= mib, "{p}");
     let big = big_mapping(maps);
@@ -266,9 +276,8 @@ fn vm_stat_in_four_nodes() {
     // helper sleeps, but file pages of what it maps can come into the page
     // cache on its node meanwhile; a CI run saw 328 more on node 2.)
     let exported = get("exporter");
-    let (maps_before, rest) = exported.split_once("=== scrape\n").expect("scrape");
-    let (page, maps_after) = rest.split_once("=== after\n").expect("after");
-    let (lo, hi) = (on_2(maps_before).min(on_2(maps_after)) as f64, on_2(maps_before).max(on_2(maps_after)) as f64);
+    let ((lo, hi), page, _) = bracket_on_2(&exported);
+    let (lo, hi) = (lo as f64, hi as f64);
     let metric = |name: &str, pid: &str, node: Option<&str>| -> Option<f64> {
         page.lines().find_map(|l| {
             let (series, value) = l.rsplit_once(' ')?;
