@@ -125,7 +125,9 @@ fn control_socket_answers_root_and_refuses_others() {
     let o = nk(&["ctl", "--config", cfg.to_str().expect("utf8"), "status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
     assert_eq!(v["excluded"]["comms"], serde_json::json!(["geant4"]));
-    one_line_error(&nk(&["ctl", "--socket", s, "exclude", "-5"]), 1, "invalid pid -5");
+    // A bad target is the user's typing: a usage error, before the socket.
+    one_line_error(&nk(&["ctl", "--socket", s, "exclude", "-5"]), 2, "invalid pid -5");
+    one_line_error(&nk(&["ctl", "--socket", "/nonexistent.sock", "forget", "0"]), 2, "invalid pid 0");
 
     // Another user: the file mode keeps them out; with the mode opened, the
     // daemon refuses them by SO_PEERCRED.

@@ -2,6 +2,8 @@
 //!
 //! The layers, each in its own module (see ARCHITECTURE.md):
 //!
+//! * [`units`]: sizes, bytes and times as people type and read them;
+//! * [`files`]: numakit's own state files, replaced durably;
 //! * [`sys`]: the one root-relative reader of `/sys` and `/proc`;
 //! * [`sets`]: CPU and node sets and their syntaxes;
 //! * [`topo`]: the machine model built from what `sys` reads;
@@ -42,6 +44,7 @@ pub mod act;
 pub mod bench;
 pub mod compare;
 pub mod daemon;
+pub mod files;
 pub mod place;
 pub mod present;
 pub mod procs;
@@ -52,3 +55,4 @@ pub mod stats_math;
 pub mod sys;
 pub mod topo;
 pub mod tune;
+pub mod units;

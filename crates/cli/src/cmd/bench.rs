@@ -16,8 +16,8 @@ use numakit::sets::NodeSet;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
-use super::run::parse_size;
-use super::topo::read_error;
+use super::common::parse_size;
+use super::common::read_error;
 use crate::Failure;
 
 /// `numakit bench`.

@@ -2,12 +2,15 @@
 //! (root, or the configured group): status, exclude, include, forget,
 //! reload, decisions.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use numakit::daemon::ctl::{self, Request};
+use numakit::daemon::ctl::{self, Client};
+use numakit::daemon::protocol::Target;
 use numakit::daemon::settings::Settings;
+use numakit::present;
 
 use crate::Failure;
 
@@ -75,97 +78,65 @@ pub fn socket_path(socket: Option<&PathBuf>, config: Option<&PathBuf>) -> Result
     Ok(Settings::default().socket)
 }
 
+/// A target as typed, or a usage error naming it.
+fn target(t: &str) -> Result<Target, Failure> {
+    Target::parse(t).map_err(Failure::usage)
+}
+
 /// Runs `numakit ctl`.
 pub fn run(args: &CtlArgs) -> anyhow::Result<u8> {
     let socket = socket_path(args.socket.as_ref(), args.config.as_ref())?;
-    let req = match &args.what {
-        CtlCommand::Status => Request::Status,
-        CtlCommand::Exclude { target } => Request::Exclude { target: target.clone() },
-        CtlCommand::Include { target } => Request::Include { target: target.clone() },
-        CtlCommand::Forget { target } => Request::Forget { target: target.clone() },
-        CtlCommand::Reload => Request::Reload,
-        CtlCommand::Decisions { last } => Request::Decisions { last: *last },
-    };
-    let resp = ctl::request(&socket, &req, Duration::from_secs(30)).map_err(|e| Failure::system(e.to_string()))?;
-    if !resp.ok {
-        return Err(Failure::system(resp.error.unwrap_or_else(|| "the daemon refused".into())).into());
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&resp.data)?);
-        return Ok(0);
-    }
-    match &args.what {
-        CtlCommand::Decisions { .. } => {
-            for line in resp.data.as_array().into_iter().flatten() {
-                println!("{line}");
+    let daemon = Client::new(socket, Duration::from_secs(30));
+    let failed = |e: ctl::ClientError| Failure::system(e.to_string());
+    let mut out = std::io::stdout().lock();
+    // JSON objects as the daemon's answers always printed them (keys in
+    // alphabetical order).
+    let value = |v: &dyn erased::Json| v.value();
+    let done = match &args.what {
+        CtlCommand::Status => {
+            let st = daemon.status().map_err(failed)?;
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&value(&st))?)?;
+            } else {
+                out.write_all(present::daemon::status_text(&st).as_bytes())?;
             }
+            return Ok(0);
         }
-        CtlCommand::Status => print!("{}", status_text(&resp.data)),
-        _ => println!("{}", resp.data["done"].as_str().unwrap_or("done")),
+        CtlCommand::Decisions { last } => {
+            let records = daemon.decisions(*last).map_err(failed)?;
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&value(&records))?)?;
+            } else {
+                for r in &records {
+                    writeln!(out, "{}", value(r))?;
+                }
+            }
+            return Ok(0);
+        }
+        CtlCommand::Exclude { target: t } => daemon.exclude(target(t)?),
+        CtlCommand::Include { target: t } => daemon.include(target(t)?),
+        CtlCommand::Forget { target: t } => daemon.forget(target(t)?),
+        CtlCommand::Reload => daemon.reload(),
+    }
+    .map_err(failed)?;
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&done)?)?;
+    } else {
+        writeln!(out, "{}", done.done)?;
     }
     Ok(0)
 }
 
-fn status_text(d: &serde_json::Value) -> String {
-    let c = &d["counters"];
-    let n = |k: &str| c[k].as_f64().unwrap_or(0.0);
-    let mut out = String::new();
-    out.push_str(&format!(
-        "daemon pid {} since {}{}\n",
-        d["pid"],
-        d["started"].as_str().unwrap_or("?"),
-        if d["dry_run"].as_bool() == Some(true) { " (dry run)" } else { "" }
-    ));
-    if let Some(why) = d["deferred"].as_str() {
-        out.push_str(&format!("deferred: {why}\n"));
+/// Any answer as a JSON value (objects with sorted keys).
+mod erased {
+    /// Something serialisable, as a value.
+    pub trait Json {
+        /// The value (`null` if it cannot be one).
+        fn value(&self) -> serde_json::Value;
     }
-    out.push_str(&format!(
-        "scans {} (last {:.2} ms CPU, {} processes, {} candidates), interval {} s\n",
-        n("scans"),
-        n("last_scan_cpu_seconds") * 1e3,
-        n("processes"),
-        n("candidates"),
-        d["interval_s"]
-    ));
-    out.push_str(&format!(
-        "binds {}, migrations {} ({} pages read back), reverts {}, failures {}, exited first {}\n",
-        n("binds_total"),
-        n("migrations_total"),
-        n("pages_migrated_total"),
-        n("reverts_total"),
-        n("failures_total"),
-        n("gone_total")
-    ));
-    for m in d["managed"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "  pid {} ({}) on nodes {}{}\n",
-            m["pid"],
-            m["comm"].as_str().unwrap_or("?"),
-            m["cpu_nodes"].as_str().unwrap_or("?"),
-            if m["judged"].as_bool() == Some(true) { ", judged" } else { ", being judged" }
-        ));
-    }
-    out.push_str(&format!("excluded: {} {}\n", d["excluded"]["pids"], d["excluded"]["comms"]));
-    let rt = &d["run_times"];
-    if rt["runs"].as_u64().unwrap_or(0) > 0 {
-        out.push_str(&format!("run times learnt: {} runs of {} command names\n", rt["runs"], rt["commands"]));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::status_text;
-
-    #[test]
-    fn status_text_says_what_the_daemon_learnt() {
-        let mut d = serde_json::json!({"pid": 7, "started": "2026-11-25T00:00:00Z", "counters": {}, "interval_s": 15,
-            "managed": [{"pid": 42, "comm": "reco", "cpu_nodes": "1", "judged": true}],
-            "excluded": {"pids": [], "comms": []}, "run_times": {"commands": 2, "runs": 5}});
-        let t = status_text(&d);
-        assert!(t.contains("pid 42 (reco) on nodes 1, judged"), "{t}");
-        assert!(t.contains("run times learnt: 5 runs of 2 command names"), "{t}");
-        d["run_times"] = serde_json::json!({"commands": 0, "runs": 0});
-        assert!(!status_text(&d).contains("run times"));
+    impl<T: serde::Serialize> Json for T {
+        fn value(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or_default()
+        }
     }
 }

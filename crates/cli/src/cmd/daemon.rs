@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use numakit::daemon::apply::Outcome;
-use numakit::daemon::ctl::{self, Access, Request, Response};
+use numakit::daemon::ctl::{self, Access};
+use numakit::daemon::protocol::{Request, Response};
 use numakit::daemon::service::Service;
 use numakit::daemon::settings::Settings;
 use numakit::sys::SysRoot;

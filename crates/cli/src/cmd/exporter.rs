@@ -17,7 +17,7 @@ use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 use tiny_http::{Header, Method, Response, Server};
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::Failure;
 
 /// The default port: outside the 9100-9999 range of Prometheus's exporter

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use numakit::act::{self, PageStatus};
+use numakit::act;
 use numakit::place::{Context, OptKind, PolicyOpt, Request};
 use numakit::procs;
 use numakit::sets::NodeSet;
@@ -20,7 +20,7 @@ use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 use serde::Serialize;
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::cli::MigrateArgs;
 use crate::Failure;
 
@@ -159,56 +159,32 @@ pub fn run(sys: &SysRoot, args: &MigrateArgs) -> anyhow::Result<u8> {
     Ok(if report.pages_failed > 0 { 1 } else { 0 })
 }
 
+/// Moves every page of `pid` not on `target` there ([`act::move_ranges`]
+/// over the mappings that have such pages), tallying the kernel's answers.
 fn move_all(sys: &SysRoot, pid: i32, target: u32, report: &mut Report) -> Result<(), Failure> {
     let se = |e: numakit::sys::SysError| Failure::system(e.to_string());
     let maps = procs::read_numa_maps(sys, pid).map_err(se)?.unwrap_or_default();
     let ranges = procs::read_maps(sys, pid).map_err(se)?.unwrap_or_default();
-    let p = act::Pid(pid);
-    for m in maps.iter().filter(|m| m.pages.iter().any(|(n, c)| *n != target && *c > 0)) {
-        let Some(r) = ranges.iter().find(|r| r.start == m.start) else { continue };
-        let step = m.page_size.max(4096);
-        let addrs: Vec<usize> = (r.start..r.end).step_by(step as usize).map(|a| a as usize).collect();
-        for chunk in addrs.chunks(16384) {
-            let status = match act::query_pages(p, chunk) {
-                Ok(s) => s,
-                Err(e) if e.is_errno(libc::ESRCH) => return Ok(()),
-                Err(e) => return Err(Failure::system(e.to_string())),
-            };
-            let todo: Vec<usize> = chunk
-                .iter()
-                .zip(&status)
-                .filter(|(_, s)| matches!(s, PageStatus::Node(n) if *n != target))
-                .map(|(a, _)| *a)
-                .collect();
-            if todo.is_empty() {
-                continue;
-            }
-            let nodes = vec![target; todo.len()];
-            let res = match act::move_pages(p, &todo, Some(&nodes), act::MoveFlags::default()) {
-                Ok(s) => s,
-                Err(e) if e.is_errno(libc::ESRCH) => return Ok(()),
-                Err(e) => return Err(Failure::system(e.to_string())),
-            };
-            for s in res {
-                match s {
-                    PageStatus::Node(n) if n == target => report.pages_moved += 1,
-                    PageStatus::Node(n) => {
-                        report.pages_failed += 1;
-                        *report.failures.entry(format!("left on node {n}")).or_default() += 1;
-                    }
-                    PageStatus::Error(errno) => {
-                        report.pages_failed += 1;
-                        *report.failures.entry(act::errno_name(errno)).or_default() += 1;
-                    }
-                    PageStatus::NotReported => {
-                        report.pages_failed += 1;
-                        *report.failures.entry("not reported (the batch stopped)".into()).or_default() += 1;
-                    }
-                }
-            }
-        }
+    let todo: Vec<act::PageRange> = maps
+        .iter()
+        .filter(|m| m.pages.iter().any(|(n, c)| *n != target && *c > 0))
+        .filter_map(|m| {
+            let r = ranges.iter().find(|r| r.start == m.start)?;
+            Some(act::PageRange { start: r.start, end: r.end, page_bytes: m.page_size.max(4096) })
+        })
+        .collect();
+    let mut tally = act::MoveTally::default();
+    let r = act::move_ranges(act::Pid(pid), &todo, |_| true, target, u64::MAX, act::MoveFlags::default(), &mut tally);
+    report.pages_moved += tally.moved;
+    report.pages_failed += tally.failed_total();
+    for (why, n) in tally.failed {
+        *report.failures.entry(why).or_default() += n;
     }
-    Ok(())
+    match r {
+        // The process exited meanwhile: what moved is reported.
+        Err(e) if !e.is_errno(libc::ESRCH) => Err(Failure::system(e.to_string())),
+        _ => Ok(()),
+    }
 }
 
 fn print_report(r: &Report) {

@@ -1,8 +1,10 @@
 //! One module per subcommand; each turns parsed arguments into library
-//! calls and prints the result.
+//! calls and prints the result. What several need is in [`common`]; no
+//! command imports another.
 
 pub mod advise;
 pub mod bench;
+mod common;
 pub mod compare;
 pub mod ctl;
 pub mod daemon;

@@ -18,8 +18,7 @@ use numakit::present;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
-use super::run::{exec, kernel_version};
-use super::show::self_policy;
+use super::common::{exec, kernel_version, self_policy};
 use crate::Failure;
 
 /// numactl's exit code for every error.

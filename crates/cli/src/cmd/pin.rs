@@ -9,7 +9,7 @@ use numakit::topo::Topology;
 use numakit::{place, procs};
 use serde::Serialize;
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::cli::PinArgs;
 use crate::Failure;
 

@@ -2,17 +2,16 @@
 //! process, then exec the command (so its exit status and signals are the
 //! command's own, and the placement holds for everything it forks).
 
-use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
-
 use clap::ArgMatches;
 use numakit::place::auto::{AutoRequest, EX_TEMPFAIL};
-use numakit::place::{Context, OptKind, Plan, PolicyOpt, Request};
+use numakit::place::{Context, OptKind, PolicyOpt, Request};
 
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
-use super::topo::read_error;
+use super::common::{
+    advise, apply_and_exec, kernel_version, parse_reserve, parse_size, read_error, refuse_dump, shell_words,
+};
 use crate::cli::RunArgs;
 use crate::Failure;
 
@@ -40,68 +39,6 @@ pub fn request_from(args: &RunArgs, m: &ArgMatches) -> Request {
     }
     opts.sort_by_key(|(i, _)| *i);
     Request { opts: opts.into_iter().map(|(_, o)| o).collect(), balancing: args.balancing, all: args.all }
-}
-
-/// Parses sizes like `512M`, `64G`, `1.5T`, `4096`.
-pub fn parse_size(s: &str) -> Result<u64, Failure> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
-        Some('t' | 'T') => (&t[..t.len() - 1], 1 << 40),
-        _ => (t, 1),
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok((v * mult as f64) as u64),
-        _ => Err(Failure::usage(format!("invalid size \"{s}\": use bytes or a number with K, M, G or T"))),
-    }
-}
-
-/// The running kernel's version.
-pub fn kernel_version(sys: &SysRoot) -> Option<(u32, u32)> {
-    sys.read("proc/sys/kernel/osrelease").ok().flatten().and_then(|t| numakit::place::parse_kernel_version(&t))
-}
-
-fn shell_words(cmd: &[OsString]) -> String {
-    cmd.iter()
-        .map(|a| {
-            let s = a.to_string_lossy();
-            if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
-                s.into_owned()
-            } else {
-                format!("'{}'", s.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn refuse_dump(sys: &SysRoot, dry_run: bool) -> Result<(), Failure> {
-    if !sys.is_live() && !dry_run {
-        return Err(Failure::usage(format!(
-            "--sysroot {} is a dump of another machine: placement can only be planned there (use --dry-run)",
-            sys.root().display()
-        )));
-    }
-    Ok(())
-}
-
-/// Applies the plan and execs the command; returns only on failure.
-pub fn apply_and_exec(plan: &Plan, command: &[OsString]) -> anyhow::Result<u8> {
-    plan.apply().map_err(|e| Failure::system(format!("cannot apply the placement: {e}")))?;
-    exec(command)
-}
-
-/// Replaces this process with the command. Exit 127 if it is not found,
-/// 126 if it cannot be run (as shells do).
-pub fn exec(command: &[OsString]) -> anyhow::Result<u8> {
-    let Some((prog, rest)) = command.split_first() else {
-        return Err(Failure::usage("no command given").into());
-    };
-    let err = std::process::Command::new(prog).args(rest).exec();
-    let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-    Err(Failure { code, message: format!("cannot run {}: {err}", prog.to_string_lossy()) }.into())
 }
 
 /// Runs `numakit run`.
@@ -132,11 +69,11 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs) -> anyhow::Result<u8
         Some(s) => parse_size(s)?,
         None => 0,
     };
-    let reserve = super::advise::parse_reserve(topo, args.reserve.as_ref())?;
+    let reserve = parse_reserve(topo, args.reserve.as_ref())?;
     let req = AutoRequest { cpus: args.cpus.unwrap_or(1), mem_bytes, reserve };
     // The nodes' idle CPUs and free memory: the running daemon's view when
     // it answers, else sampled now (see `numakit advise`).
-    let (decision, _source) = super::advise::advise(sys, topo, req, None, false)?;
+    let (decision, _source) = advise(sys, topo, req, None, false)?;
     let d = match decision {
         Ok(d) => d,
         Err(refusal) => {
@@ -151,22 +88,4 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs) -> anyhow::Result<u8
         return Ok(0);
     }
     apply_and_exec(&d.plan, &args.command)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("512M").ok(), Some(512 << 20));
-        assert_eq!(parse_size("1.5G").ok(), Some(3 << 29));
-        assert_eq!(parse_size("4096").ok(), Some(4096));
-        assert!(parse_size("x").is_err() && parse_size("-1G").is_err());
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_words(&["echo".into(), "a b".into(), "it's".into()]), "echo 'a b' 'it'\\''s'");
-    }
 }

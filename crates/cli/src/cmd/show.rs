@@ -6,37 +6,14 @@
 use std::collections::BTreeMap;
 
 use numakit::act;
-use numakit::present::show::{self, NodeBytes, PolicyBytes, ProcessView, SelfPolicy, ThreadView};
+use numakit::present::show::{self, NodeBytes, PolicyBytes, ProcessView, ThreadView};
 use numakit::procs;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::cli::ShowArgs;
 use crate::Failure;
-
-/// What numactl --show needs, for the calling thread.
-pub fn self_policy(topo: &Topology) -> Result<SelfPolicy, Failure> {
-    let p = act::get_mempolicy().map_err(|e| Failure::system(e.to_string()))?;
-    let cpus = act::get_affinity(act::Pid::SELF).map_err(|e| Failure::system(e.to_string()))?;
-    let interleave_next = if matches!(p.mode, act::Mode::Interleave | act::Mode::WeightedInterleave) {
-        act::interleave_next_node().unwrap_or(0)
-    } else {
-        0
-    };
-    // libnuma's view: the cpuset's memory nodes ("all nodes"), and among
-    // them those whose CPUs meet the affinity (the run node mask).
-    let mems_allowed =
-        act::mems_allowed().map_err(|e| Failure::system(e.to_string()))?.intersection(&topo.memory_nodes());
-    Ok(SelfPolicy {
-        mode: p.mode.as_raw(),
-        nodes: p.nodes,
-        interleave_next,
-        run_nodes: topo.nodes_of_cpus(&cpus).intersection(&mems_allowed),
-        cpus,
-        mems_allowed,
-    })
-}
 
 /// Builds the view of process `pid` (`None`: it does not exist).
 pub fn process_view(sys: &SysRoot, topo: &Topology, pid: i32) -> Result<Option<ProcessView>, Failure> {

@@ -13,7 +13,7 @@ use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 use serde_json::{Map, Value};
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::Failure;
 
 /// `numakit stat`.

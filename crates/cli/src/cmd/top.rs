@@ -25,7 +25,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::Failure;
 
 /// `numakit top`.

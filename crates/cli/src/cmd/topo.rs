@@ -3,19 +3,11 @@
 use std::io::Write;
 
 use numakit::present;
-use numakit::sys::SysError;
 use numakit::topo::Topology;
 
+use super::common::read_error;
 use crate::cli::TopoArgs;
 use crate::Failure;
-
-/// Maps a read error to an exit code: a bad `--sysroot` is a usage error.
-pub fn read_error(e: SysError) -> Failure {
-    match e {
-        SysError::NotARoot { .. } => Failure::usage(e.to_string()),
-        _ => Failure::system(e.to_string()),
-    }
-}
 
 /// Runs `numakit topo`.
 pub fn run(sys: &numakit::sys::SysRoot, args: &TopoArgs) -> anyhow::Result<u8> {

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use numakit::sys::SysRoot;
 use numakit::tune::{self, apply::Options, check, profiles, read, render, Setting, State, TuneError};
 
-use super::topo::read_error;
+use super::common::read_error;
 use crate::Failure;
 
 /// `numakit tune`.
@@ -218,7 +218,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
         let host = sys.read_nonempty("proc/sys/kernel/hostname").ok().flatten();
         let base = check::Baseline::new(host, facts.clone());
         let text = serde_json::to_string_pretty(&base)? + "\n";
-        tune::state::write_atomic(path, text.as_bytes()).map_err(|e| {
+        numakit::files::write_atomic(path, text.as_bytes()).map_err(|e| {
             failure(TuneError::Baseline { path: path.to_path_buf(), why: format!("cannot write it: {e}") })
         })?;
     }

@@ -48,7 +48,7 @@ pub use mempolicy::{
     get_mempolicy, get_mempolicy_at, interleave_next_node, kernel_supports, mbind, mems_allowed, node_of_address,
     set_mempolicy, MbindFlags, Mode, ModeFlags, ParseModeError, Policy,
 };
-pub use pages::{migrate_pages, move_pages, query_pages, MoveFlags, PageStatus};
+pub use pages::{migrate_pages, move_pages, move_ranges, query_pages, MoveFlags, MoveTally, PageRange, PageStatus};
 
 /// `Result` of the act layer.
 pub type Result<T, E = ActError> = std::result::Result<T, E>;

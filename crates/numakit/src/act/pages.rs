@@ -197,6 +197,97 @@ pub fn query_pages(pid: Pid, pages: &[usize]) -> Result<Vec<PageStatus>> {
     move_pages_in_chunks(pid, pages, None, MoveFlags::MOVE, MOVE_PAGES_CHUNK)
 }
 
+/// A range of a process's address space to move pages of: `[start, end)`
+/// in steps of `page_bytes` (the mapping's page size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRange {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// The mapping's page size, bytes.
+    pub page_bytes: u64,
+}
+
+/// What [`move_ranges`] did, page by page as the kernel answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoveTally {
+    /// Pages now on the target node.
+    pub moved: u64,
+    /// Pages asked to move that did not, by why (`left on node 2`,
+    /// `EBUSY`, `not reported (the batch stopped)`).
+    pub failed: std::collections::BTreeMap<String, u64>,
+}
+
+impl MoveTally {
+    /// Pages that did not move.
+    pub fn failed_total(&self) -> u64 {
+        self.failed.values().sum()
+    }
+}
+
+/// Addresses queried (and moved) per batch by [`move_ranges`].
+pub const MOVE_BATCH_PAGES: usize = 4096;
+
+/// Moves the pages of `pid` found in `ranges` on a node `pick` selects to
+/// node `to`, at most `limit` of them, in batches of [`MOVE_BATCH_PAGES`]:
+/// each batch is queried first (`move_pages` without nodes) and only the
+/// pages picked are moved. Tallies the kernel's per-page answers into
+/// `tally` (kept up to date when an error stops the walk).
+///
+/// The one page-moving routine of numakit (`numakit migrate --to NODE`
+/// and the daemon's partial migrations). The caller reads the ranges
+/// (`/proc/PID/maps`); this function only makes the calls.
+pub fn move_ranges(
+    pid: Pid,
+    ranges: &[PageRange],
+    pick: impl Fn(u32) -> bool,
+    to: u32,
+    limit: u64,
+    flags: MoveFlags,
+    tally: &mut MoveTally,
+) -> Result<()> {
+    let mut left = limit;
+    for r in ranges {
+        let step = r.page_bytes.max(1);
+        let mut addr = r.start;
+        while addr < r.end && left > 0 {
+            let n = ((r.end - addr).div_ceil(step)).min(MOVE_BATCH_PAGES as u64);
+            let addrs: Vec<usize> = (0..n).map(|i| (addr + i * step) as usize).collect();
+            addr += n * step;
+            let status = query_pages(pid, &addrs)?;
+            let todo: Vec<usize> = addrs
+                .iter()
+                .zip(&status)
+                .filter(|(_, s)| matches!(s, PageStatus::Node(n) if *n != to && pick(*n)))
+                .map(|(a, _)| *a)
+                .take(usize::try_from(left).unwrap_or(usize::MAX))
+                .collect();
+            if todo.is_empty() {
+                continue;
+            }
+            left -= todo.len() as u64;
+            let targets = vec![to; todo.len()];
+            for s in move_pages(pid, &todo, Some(&targets), flags)? {
+                let why = match s {
+                    PageStatus::Node(n) if n == to => {
+                        tally.moved += 1;
+                        continue;
+                    }
+                    PageStatus::Node(n) => format!("left on node {n}"),
+                    PageStatus::Error(errno) => errno_name(errno),
+                    PageStatus::NotReported => "not reported (the batch stopped)".into(),
+                };
+                *tally.failed.entry(why).or_default() += 1;
+            }
+        }
+        if left == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn move_pages_in_chunks(
     pid: Pid,
     pages: &[usize],
@@ -330,6 +421,30 @@ mod tests {
         buf.touch();
         let status = query_pages(Pid::SELF, &pages).expect("query");
         assert_eq!(status, vec![PageStatus::Node(0); pages.len()]);
+    }
+
+    #[test]
+    fn move_ranges_moves_only_what_is_picked_up_to_the_limit() {
+        let mut buf = NodeBuffer::unbound(8 * buf_page()).expect("buffer");
+        buf.touch();
+        let pages = buf.page_addresses();
+        let range =
+            PageRange { start: pages[0] as u64, end: (pages[7] + buf_page()) as u64, page_bytes: buf_page() as u64 };
+        // Nothing picked, or no pages allowed: no page is asked to move, so
+        // neither a missing target node nor a missing process is an error.
+        let mut t = MoveTally::default();
+        move_ranges(Pid::SELF, &[range], |_| false, 63, u64::MAX, MoveFlags::MOVE, &mut t).expect("none picked");
+        move_ranges(Pid(i32::MAX), &[range], |_| true, 63, 0, MoveFlags::MOVE, &mut t).expect("limit 0");
+        assert_eq!(t, MoveTally::default());
+        // Pages already on the target are never moved.
+        move_ranges(Pid::SELF, &[range], |_| true, 0, u64::MAX, MoveFlags::MOVE, &mut t).expect("on 0 already");
+        assert_eq!(t, MoveTally::default());
+        // Picked pages go to the kernel: a node without memory is refused.
+        let e = move_ranges(Pid::SELF, &[range], |n| n == 0, 63, 3, MoveFlags::MOVE, &mut t).expect_err("node 63");
+        assert!(e.is_errno(libc::ENODEV), "{e}");
+        assert_eq!(t.moved + t.failed_total(), 0);
+        let e = move_ranges(Pid(i32::MAX), &[range], |_| true, 63, 1, MoveFlags::MOVE, &mut t).expect_err("pid");
+        assert!(e.is_errno(libc::ESRCH), "{e}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::action::{Action, ActionKind};
 use super::collect::{self, NodeCpus};
-use crate::act::{self, ActError, MoveFlags, PageStatus, Pid};
+use crate::act::{self, ActError, MoveFlags, MoveTally, PageRange, Pid};
 use crate::procs;
 use crate::sets::{CpuSet, NodeSet};
 use crate::sys::SysRoot;
@@ -124,6 +124,22 @@ impl Applier<'_> {
         let procs = self.sys.read(format!("{dir}/cgroup.procs")).ok().flatten()?;
         let pids: Vec<&str> = procs.split_whitespace().collect();
         (pids == [pid.to_string().as_str()]).then(|| (path, cpus.trim().to_string()))
+    }
+
+    /// How many of `pid`'s threads have exactly `cpus` as their affinity,
+    /// and how many another (threads that exited meanwhile are not
+    /// counted): what a bind a killed daemon left half done looks like.
+    pub fn threads_bound(&self, pid: i32, cpus: &CpuSet) -> (usize, usize) {
+        let tids = procs::thread_ids(self.sys, pid).unwrap_or_default();
+        let (mut at, mut other) = (0, 0);
+        for tid in tids {
+            match act::get_affinity(Pid(tid)) {
+                Ok(c) if &c == cpus => at += 1,
+                Ok(_) => other += 1,
+                Err(_) => {}
+            }
+        }
+        (at, other)
     }
 
     /// Applies one action. `original` is what the process had before
@@ -267,44 +283,24 @@ impl Applier<'_> {
     }
 
     /// Moves up to `pages` of the process's pages found on `from` to `to`
-    /// with `move_pages`: its private writable mappings are queried in
-    /// chunks and the pages found there moved.
+    /// ([`act::move_ranges`]) over its private writable mappings.
     fn move_some(&self, pid: i32, from: u32, to: u32, pages: u64) -> Result<(), ActError> {
         let maps = match procs::read_maps(self.sys, pid) {
             Ok(Some(m)) => m,
             _ => return Err(ActError::sys("read maps", libc::ESRCH)),
         };
-        let page = self.page_bytes as usize;
-        let mut left = pages as usize;
-        const CHUNK: usize = 4096;
-        for m in maps.iter().filter(|m| m.writable && !m.shared) {
-            let mut addr = m.start as usize;
-            let end = m.end as usize;
-            while addr < end && left > 0 {
-                let n = ((end - addr) / page).min(CHUNK);
-                if n == 0 {
-                    break;
-                }
-                let addrs: Vec<usize> = (0..n).map(|i| addr + i * page).collect();
-                let status = act::query_pages(Pid(pid), &addrs)?;
-                let pick: Vec<usize> = addrs
-                    .iter()
-                    .zip(&status)
-                    .filter(|(_, s)| **s == PageStatus::Node(from))
-                    .map(|(a, _)| *a)
-                    .take(left)
-                    .collect();
-                if !pick.is_empty() {
-                    let targets = vec![to; pick.len()];
-                    act::move_pages(Pid(pid), &pick, Some(&targets), MoveFlags::MOVE)?;
-                    left -= pick.len();
-                }
-                addr += n * page;
-            }
-            if left == 0 {
-                break;
-            }
-        }
-        Ok(())
+        let ranges: Vec<PageRange> = maps
+            .iter()
+            .filter(|m| m.writable && !m.shared)
+            .map(|m| PageRange { start: m.start, end: m.end, page_bytes: self.page_bytes })
+            .collect();
+        let mut tally = MoveTally::default();
+        act::move_ranges(Pid(pid), &ranges, |n| n == from, to, pages, MoveFlags::MOVE, &mut tally)
     }
+}
+
+/// Writes a global kernel setting (`proc/sys/...`, relative to the root)
+/// through [`act::knobs`], which records the change.
+pub fn write_global(sys: &SysRoot, rel: &str, value: &str) -> Result<(), ActError> {
+    act::knobs::write_value(sys, rel, value)
 }

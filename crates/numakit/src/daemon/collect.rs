@@ -310,7 +310,7 @@ impl Collector {
             }
             let rss = st.rss_pages * page;
             let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
-            let rec = history.procs.get(&pid).filter(|r| (r.start_s - (wall_s - age_s)).abs() < 2.0);
+            let rec = history.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s));
             let placed = rec.is_some_and(|r| r.placement.is_some());
             // A move still settling is read afresh every scan.
             let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());

@@ -1,5 +1,6 @@
 //! The control socket of `numakit ctl` and `numakit advise`: a Unix stream
-//! socket, one JSON request line in, one JSON response line out.
+//! socket, one JSON request line in, one JSON response line out (what they
+//! hold is [`super::protocol`]), and the typed [`Client`].
 //!
 //! Only root, or members of a configured group, may use it: the peer's
 //! credentials come from the kernel (`SO_PEERCRED`), its supplementary
@@ -12,76 +13,11 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
 
+use super::protocol::{DecisionRecord, Done, NodeView, Status, Target};
+use super::protocol::{Request, Response};
 use crate::sys::SysRoot;
-
-/// A request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "cmd", rename_all = "kebab-case")]
-pub enum Request {
-    /// The daemon's state and counters.
-    Status,
-    /// Never touch a pid or command name (from now on; a process already
-    /// placed keeps its placement).
-    Exclude {
-        /// A pid or a command name.
-        target: String,
-    },
-    /// Manage a pid or command name again (undoes `exclude`; manages it
-    /// even if the configured include lists would not).
-    Include {
-        /// A pid or a command name.
-        target: String,
-    },
-    /// Drop a pid or command name from both lists and forget its history
-    /// (harm memory), so it is judged afresh.
-    Forget {
-        /// A pid or a command name.
-        target: String,
-    },
-    /// Re-read the configuration file.
-    Reload,
-    /// The last decisions (log lines).
-    Decisions {
-        /// How many.
-        last: usize,
-    },
-    /// Pre-placement advice from the daemon's current view.
-    Advise {
-        /// CPUs the job needs.
-        cpus: u32,
-        /// Memory the job needs, bytes.
-        mem_bytes: u64,
-        /// CPUs never to use (a CPU list, may be empty).
-        #[serde(default)]
-        reserve: String,
-    },
-}
-
-/// A response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Response {
-    /// Whether the request was done.
-    pub ok: bool,
-    /// What went wrong, one line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The answer.
-    #[serde(default)]
-    pub data: serde_json::Value,
-}
-
-impl Response {
-    /// A success with data.
-    pub fn ok(data: serde_json::Value) -> Self {
-        Self { ok: true, error: None, data }
-    }
-    /// A failure.
-    pub fn err(msg: impl Into<String>) -> Self {
-        Self { ok: false, error: Some(msg.into()), data: serde_json::Value::Null }
-    }
-}
 
 /// The peer of a connection, as the kernel reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +120,10 @@ pub enum ClientError {
     /// No daemon listens there.
     #[error("no numakit daemon at {0} ({1})")]
     NoDaemon(String, std::io::Error),
-    /// The socket refused us or broke.
+    /// The daemon answered that it could not do it.
+    #[error("{0}")]
+    Refused(String),
+    /// The socket refused us or broke, or the answer was not understood.
     #[error("{0}")]
     Io(String),
 }
@@ -207,20 +146,70 @@ pub fn request(socket: &Path, req: &Request, timeout: Duration) -> Result<Respon
     serde_json::from_str(line.trim()).map_err(|e| ClientError::Io(format!("{}: bad answer: {e}", socket.display())))
 }
 
+/// A client of one daemon's control socket: one method per request, each
+/// returning the request's typed answer.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// The socket.
+    pub socket: std::path::PathBuf,
+    /// How long to wait for the daemon, per read or write.
+    pub timeout: Duration,
+}
+
+impl Client {
+    /// A client of the daemon at `socket`.
+    pub fn new(socket: impl Into<std::path::PathBuf>, timeout: Duration) -> Self {
+        Self { socket: socket.into(), timeout }
+    }
+
+    fn call<T: DeserializeOwned>(&self, req: &Request) -> Result<T, ClientError> {
+        let resp = request(&self.socket, req, self.timeout)?;
+        if !resp.ok {
+            return Err(ClientError::Refused(resp.error.unwrap_or_else(|| "the daemon refused".into())));
+        }
+        resp.answer().map_err(|e| ClientError::Io(format!("{}: bad answer: {e}", self.socket.display())))
+    }
+
+    /// The daemon's state and counters.
+    pub fn status(&self) -> Result<Status, ClientError> {
+        self.call(&Request::Status)
+    }
+
+    /// The last `last` decisions, oldest first.
+    pub fn decisions(&self, last: usize) -> Result<Vec<DecisionRecord>, ClientError> {
+        self.call(&Request::Decisions { last })
+    }
+
+    /// Never touch `target`.
+    pub fn exclude(&self, target: Target) -> Result<Done, ClientError> {
+        self.call(&Request::Exclude { target })
+    }
+
+    /// Manage `target` again.
+    pub fn include(&self, target: Target) -> Result<Done, ClientError> {
+        self.call(&Request::Include { target })
+    }
+
+    /// Forget `target` (both lists and its harm memory).
+    pub fn forget(&self, target: Target) -> Result<Done, ClientError> {
+        self.call(&Request::Forget { target })
+    }
+
+    /// Re-read the configuration file.
+    pub fn reload(&self) -> Result<Done, ClientError> {
+        self.call(&Request::Reload)
+    }
+
+    /// The daemon's view of the nodes (idle CPUs, free memory, reserved
+    /// CPUs) from its last scan.
+    pub fn node_view(&self) -> Result<NodeView, ClientError> {
+        self.call(&Request::Advise { cpus: 0, mem_bytes: 0, reserve: String::new() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requests_as_json_lines() {
-        let r = Request::Exclude { target: "geant4".into() };
-        let t = serde_json::to_string(&r).unwrap();
-        assert_eq!(t, r#"{"cmd":"exclude","target":"geant4"}"#);
-        assert_eq!(serde_json::from_str::<Request>(&t).unwrap(), r);
-        let a: Request = serde_json::from_str(r#"{"cmd":"advise","cpus":4,"mem_bytes":1024}"#).unwrap();
-        assert_eq!(a, Request::Advise { cpus: 4, mem_bytes: 1024, reserve: String::new() });
-        assert!(serde_json::from_str::<Request>(r#"{"cmd":"shutdown"}"#).is_err());
-    }
 
     #[test]
     fn access_by_uid_gid_and_groups() {

@@ -73,7 +73,19 @@ pub struct ProcRecord {
     pub last_rss: Option<(f64, u64)>,
 }
 
+/// How far apart two start times of one pid may be and still be the same
+/// process, seconds: start times come from ages in clock ticks and wall
+/// times read at different instants of a scan; a reused pid starts later
+/// than that.
+pub const SAME_START_SLACK_S: f64 = 2.0;
+
 impl ProcRecord {
+    /// Whether a process that started at `start_s` is the one this record
+    /// is of (and not a later process with its reused pid).
+    pub fn same_process(&self, start_s: f64) -> bool {
+        (self.start_s - start_s).abs() <= SAME_START_SLACK_S
+    }
+
     /// A record for a process first seen now.
     pub fn new(comm: &str, start_s: f64) -> Self {
         Self {

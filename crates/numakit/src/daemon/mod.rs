@@ -52,7 +52,8 @@
 //! * [`state`]: what survives a restart (history, `ctl` lists, originals,
 //!   changed globals), written ahead of every action;
 //! * [`service`]: one scan after another, decision log, status, control
-//!   requests; [`ctl`]: the control socket's protocol and access check;
+//!   requests; [`protocol`]: what the control socket carries, typed;
+//!   [`ctl`]: the socket, its access check and the client;
 //! * [`settings`]: the configuration file.
 
 mod action;
@@ -64,6 +65,7 @@ pub mod ctl;
 mod decide;
 mod history;
 mod machine;
+pub mod protocol;
 pub mod service;
 pub mod sets_serde;
 pub mod settings;

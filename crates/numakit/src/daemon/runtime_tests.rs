@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::collect::{Collector, NodeCpus, ScanCounts};
-use super::ctl::Request;
+use super::protocol::Request;
 use super::service::Service;
 use super::settings::Settings;
 use super::History;
@@ -305,11 +305,14 @@ fn service_decides_logs_and_answers_control_requests() {
     assert_eq!(st["counters"]["scans"], 2);
 
     // Control requests.
-    let ok = |r: super::ctl::Response| {
+    let ok = |r: super::protocol::Response| {
         assert!(r.ok, "{r:?}");
         r.data
     };
-    assert_eq!(ok(svc.handle(&Request::Exclude { target: "reco".into() }))["done"], "excluded command \"reco\"");
+    assert_eq!(
+        ok(svc.handle(&Request::Exclude { target: super::protocol::Target::Comm("reco".into()) }))["done"],
+        "excluded command \"reco\""
+    );
     farm(&f, 200);
     f.tick(200, 100);
     let r = svc.scan(2.0).unwrap();
@@ -318,12 +321,13 @@ fn service_decides_logs_and_answers_control_requests() {
         .iter()
         .filter(|(a, _)| a.pid == 100)
         .all(|(a, _)| matches!(a.reason, super::Why::Excluded { .. })));
-    ok(svc.handle(&Request::Include { target: "reco".into() }));
+    ok(svc.handle(&Request::Include { target: super::protocol::Target::Comm("reco".into()) }));
     assert_eq!(ok(svc.handle(&Request::Status))["excluded"]["comms"], serde_json::json!([]));
-    let bad = svc.handle(&Request::Exclude { target: "0".into() });
-    assert!(!bad.ok && bad.error.as_deref() == Some("invalid pid 0"));
-    let bad = svc.handle(&Request::Exclude { target: "a-command-name-too-long".into() });
-    assert!(!bad.ok && bad.error.unwrap().contains("15 characters"));
+    // Bad targets never reach the service: the request line is refused.
+    let bad = serde_json::from_str::<Request>(r#"{"cmd":"exclude","target":"0"}"#).unwrap_err();
+    assert!(bad.to_string().contains("invalid pid 0"), "{bad}");
+    let bad = serde_json::from_str::<Request>(r#"{"cmd":"exclude","target":"a-command-name-too-long"}"#).unwrap_err();
+    assert!(bad.to_string().contains("15 characters"), "{bad}");
     let d = ok(svc.handle(&Request::Decisions { last: 3 }));
     assert_eq!(d.as_array().unwrap().len(), 3);
     let adv = ok(svc.handle(&Request::Advise { cpus: 1, mem_bytes: 1 << 30, reserve: String::new() }));
@@ -401,7 +405,7 @@ fn disable_mode_turns_autonuma_off_and_restores_it_also_after_a_crash() {
     for (_, o) in changes {
         assert!(matches!(o, super::apply::Outcome::NotDone { note } if note.contains("AutoNUMA")), "{o:?}");
     }
-    assert!(svc.status()["deferred"].as_str().unwrap().contains("numa_balancing = 1"));
+    assert!(svc.status().deferred.unwrap().contains("numa_balancing = 1"));
 }
 
 #[test]

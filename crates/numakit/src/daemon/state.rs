@@ -9,13 +9,13 @@
 //! placement it can check against every thread and finish or undo.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::apply::Original;
 use super::history::History;
+use super::protocol::Target;
 
 /// A global setting numakit changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +40,25 @@ pub struct CtlLists {
     pub include_pids: Vec<i32>,
     /// Command names managed even when the include lists would not.
     pub include_comms: Vec<String>,
+}
+
+impl CtlLists {
+    /// Puts `t` on the exclude list (`exclude`) or the include list, and
+    /// takes it off the other.
+    pub fn put(&mut self, t: &Target, exclude: bool) {
+        fn on<T: PartialEq + Clone>(add: &mut Vec<T>, remove: &mut Vec<T>, x: &T) {
+            remove.retain(|y| y != x);
+            if !add.contains(x) {
+                add.push(x.clone());
+            }
+        }
+        match (t, exclude) {
+            (Target::Pid(p), true) => on(&mut self.exclude_pids, &mut self.include_pids, p),
+            (Target::Pid(p), false) => on(&mut self.include_pids, &mut self.exclude_pids, p),
+            (Target::Comm(n), true) => on(&mut self.exclude_comms, &mut self.include_comms, n),
+            (Target::Comm(n), false) => on(&mut self.include_comms, &mut self.exclude_comms, n),
+        }
+    }
 }
 
 /// The daemon's persistent state.
@@ -94,34 +113,30 @@ impl State {
         }
     }
 
-    /// Writes the state file atomically.
+    /// Writes the state file durably ([`crate::files::write_atomic`]).
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
-        let io = |source| StateError::Io { path: path.into(), source };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::files::write_atomic(path, text.as_bytes()).map_err(|source| StateError::Io { path: path.into(), source })
     }
-}
-
-/// Writes `text` to `path` atomically (status files).
-pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ctl_lists_move_a_target_from_one_list_to_the_other() {
+        let mut c = CtlLists::default();
+        c.put(&Target::Pid(7), true);
+        c.put(&Target::Pid(7), true);
+        c.put(&Target::Comm("reco".into()), false);
+        assert_eq!((c.exclude_pids.as_slice(), c.include_comms.as_slice()), (&[7][..], &["reco".to_string()][..]));
+        c.put(&Target::Pid(7), false);
+        c.put(&Target::Comm("reco".into()), true);
+        assert_eq!(c.include_pids, vec![7]);
+        assert!(c.exclude_pids.is_empty() && c.include_comms.is_empty());
+        assert_eq!(c.exclude_comms, vec!["reco".to_string()]);
+    }
 
     #[test]
     fn round_trip_missing_and_bad() {

@@ -85,6 +85,33 @@ fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
+/// The nodes' loads from a set of idle CPUs and the free memory the
+/// topology read (0 where the kernel does not say), in the topology's
+/// node order.
+pub fn loads_of(topo: &Topology, idle: &CpuSet) -> Vec<NodeLoad> {
+    topo.nodes
+        .iter()
+        .map(|n| NodeLoad {
+            node: n.id,
+            idle_cpus: n.cpus.intersection(idle),
+            free_bytes: n.memory.and_then(|m| m.free_bytes).unwrap_or(0),
+        })
+        .collect()
+}
+
+/// Reads a `--reserve` CPU list in numactl's syntax (`0-3`, `all`, `!2`,
+/// `+1-2` relative to `allowed`); empty text is no CPU. The error names
+/// the text as given.
+pub fn parse_reserve(text: &str, allowed: &CpuSet) -> Result<CpuSet, String> {
+    if text.trim().is_empty() {
+        return Ok(CpuSet::new());
+    }
+    crate::sets::numactl::SetSpec::<crate::sets::Cpu>::parse(text.trim())
+        .map_err(|e| format!("{text}: {e}"))?
+        .resolve(allowed, None)
+        .map_err(|e| format!("{text}: {e}"))
+}
+
 /// Decides where a job goes.
 pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<AutoDecision, Refusal> {
     let allowed_cpus = topo.allowed.cpus.difference(&req.reserve);

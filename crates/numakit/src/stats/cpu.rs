@@ -1,7 +1,18 @@
 //! How busy each node's CPUs were between two `/proc/stat` samples.
 
-use crate::sys::stat::CpuSample;
+use crate::sets::CpuSet;
+use crate::sys::stat::{self, CpuSample};
+use crate::sys::{SysError, SysRoot};
 use crate::topo::Topology;
+
+/// The CPUs idle at least `threshold` (0..=1) of a `window` starting now:
+/// `/proc/stat` read, `window` slept, read again.
+pub fn idle_cpus_over(sys: &SysRoot, window: std::time::Duration, threshold: f64) -> Result<CpuSet, SysError> {
+    let before = stat::read_cpu_sample(sys)?;
+    std::thread::sleep(window);
+    let after = stat::read_cpu_sample(sys)?;
+    Ok(stat::idle_cpus(&before, &after, threshold))
+}
 
 /// Busy share (0..=1) of each node's CPUs between two samples, weighting
 /// every CPU by its elapsed ticks; `None` for a node without CPUs or

@@ -161,18 +161,6 @@ pub(super) fn packages(cpus: &[Cpu]) -> Vec<Package> {
     out
 }
 
-/// Parses a cache `size` file: `32K`, `8192K`, `1M`, or plain bytes.
-pub fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last()? {
-        'K' | 'k' => (&t[..t.len() - 1], 1024),
-        'M' | 'm' => (&t[..t.len() - 1], 1024 * 1024),
-        'G' | 'g' => (&t[..t.len() - 1], 1024 * 1024 * 1024),
-        _ => (t, 1),
-    };
-    num.trim().parse::<u64>().ok().map(|n| n * mult)
-}
-
 /// Reads `cpuN/cache/indexK` of every online CPU, deduplicated by level,
 /// kind and sharing set.
 pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, SysError> {
@@ -200,7 +188,7 @@ pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, 
             if seen.contains_key(&key) {
                 continue;
             }
-            let size_bytes = sys.read_nonempty(format!("{d}/size"))?.and_then(|s| parse_size(&s));
+            let size_bytes = sys.read_nonempty(format!("{d}/size"))?.and_then(|s| crate::units::parse_size(&s).ok());
             let line_bytes = sys.read_u64(format!("{d}/coherency_line_size"))?;
             seen.insert(key, Cache { level: level as u32, kind, size_bytes, line_bytes, cpus });
         }
@@ -208,18 +196,4 @@ pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, 
     let mut caches: Vec<Cache> = seen.into_values().collect();
     caches.sort_by(|a, b| (a.level, &a.kind, a.cpus.first()).cmp(&(b.level, &b.kind, b.cpus.first())));
     Ok(caches)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn cache_sizes() {
-        assert_eq!(parse_size("32K"), Some(32768));
-        assert_eq!(parse_size("8M"), Some(8 << 20));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("x"), None);
-        assert_eq!(parse_size(""), None);
-    }
 }

@@ -11,15 +11,15 @@
 //! kernel knob.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use super::TuneError;
+use crate::{files, units};
 
 /// The `format` field of every state file.
 pub const FORMAT: &str = "numakit-tune-state";
@@ -147,53 +147,17 @@ impl State {
         self.updated = now_utc();
         let mut json = serde_json::to_string_pretty(self).map_err(|e| state_error(path, e.to_string()))?;
         json.push('\n');
-        write_atomic(path, json.as_bytes()).map_err(|e| state_error(path, format!("cannot write it: {e}")))
+        files::write_atomic(path, json.as_bytes()).map_err(|e| state_error(path, format!("cannot write it: {e}")))
     }
 
     /// Removes the state file and makes the removal durable.
     pub fn remove(path: &Path) -> Result<(), TuneError> {
-        match fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(state_error(path, format!("cannot remove it: {e}"))),
-        }
-        sync_dir(path).map_err(|e| state_error(path, format!("cannot sync its folder: {e}")))
+        files::remove_durable(path).map_err(|e| state_error(path, format!("cannot remove it: {e}")))
     }
 }
 
 fn state_error(path: &Path, why: String) -> TuneError {
     TuneError::State { path: path.to_path_buf(), why }
-}
-
-fn folder(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-fn sync_dir(path: &Path) -> io::Result<()> {
-    File::open(folder(path))?.sync_all()
-}
-
-/// Writes `bytes` to `path` so a crash leaves either the old or the new
-/// content: temp file + `fsync` + `rename` + `fsync` of the folder.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = folder(path);
-    fs::create_dir_all(dir)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "state".into());
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        sync_dir(path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// An exclusive lock on `<state file>.lock`, released when dropped (and by
@@ -211,7 +175,7 @@ impl Lock {
         name.push(".lock");
         let lock_path = PathBuf::from(name);
         let file = (|| {
-            fs::create_dir_all(folder(state_path))?;
+            fs::create_dir_all(files::folder(state_path))?;
             OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(&lock_path)
         })()
         .map_err(|e| state_error(state_path, format!("cannot open the lock file {}: {e}", lock_path.display())))?;
@@ -232,25 +196,7 @@ impl Lock {
 
 /// Now, as UTC RFC 3339 (`2025-01-31T12:00:00Z`).
 pub fn now_utc() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    utc_rfc3339(secs)
-}
-
-/// Seconds since the epoch as UTC RFC 3339 (proleptic Gregorian calendar).
-pub fn utc_rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // civil_from_days (H. Hinnant)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    units::utc_rfc3339(units::unix_now() as u64)
 }
 
 #[cfg(test)]
@@ -320,13 +266,5 @@ mod tests {
         assert!(e.contains("another numakit tune is running"), "{e}");
         drop(first);
         Lock::acquire(&path).expect("free again");
-    }
-
-    #[test]
-    fn rfc3339() {
-        assert_eq!(utc_rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(utc_rfc3339(1_735_689_599), "2024-12-31T23:59:59Z");
-        assert_eq!(utc_rfc3339(4_107_542_400), "2100-03-01T00:00:00Z");
     }
 }

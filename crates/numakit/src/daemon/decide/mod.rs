@@ -142,7 +142,7 @@ impl<'a> Scan<'a> {
 
         horizon::learn_runs(&mut h, &snap.exited, history.last_time_s, now);
         let live: BTreeMap<i32, &ProcInfo> = procs.iter().map(|p| (p.pid, *p)).collect();
-        h.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| (now - p.age_s - rec.start_s).abs() <= 2.0));
+        h.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s)));
         for rec in h.procs.values_mut() {
             if rec.left_alone_until_s.is_some_and(|u| u <= now) {
                 rec.left_alone_until_s = None;

@@ -82,3 +82,29 @@ fn reserve_keeps_cpus_out() {
     assert_ne!(d.nodes.to_list(), "0");
     assert!(!d.plan.cpus.expect("c").intersects(&r.reserve));
 }
+
+#[test]
+fn reserve_lists_in_numactl_syntax() {
+    let online = CpuSet::parse_list("0-7").expect("cpus");
+    assert_eq!(parse_reserve("", &online), Ok(CpuSet::new()));
+    assert_eq!(parse_reserve(" 0-1,4 ", &online).map(|c| c.to_list()), Ok("0-1,4".to_string()));
+    assert_eq!(parse_reserve("!0-5", &online).map(|c| c.to_list()), Ok("6-7".to_string()));
+    // A CPU that is not there is reserved harmlessly (it could not be
+    // given anyway).
+    assert_eq!(parse_reserve("9", &online).map(|c| c.to_list()), Ok("9".to_string()));
+    assert!(parse_reserve("x-", &online).expect_err("syntax").starts_with("x-: "));
+}
+
+#[test]
+fn loads_from_idle_cpus_and_free_memory() {
+    let (_d, t) = topo(&SynthMachine::amd_4s_8n(4, 1024));
+    let idle = CpuSet::parse_list("0,5").expect("cpus");
+    let l = loads_of(&t, &idle);
+    assert_eq!(l.len(), t.nodes.len());
+    for (load, n) in l.iter().zip(&t.nodes) {
+        assert_eq!(load.node, n.id);
+        assert_eq!(load.idle_cpus, n.cpus.intersection(&idle));
+        assert_eq!(load.free_bytes, n.memory.and_then(|m| m.free_bytes).unwrap_or(0));
+    }
+    assert_eq!(l.iter().map(|x| x.idle_cpus.len()).sum::<usize>(), 2);
+}

@@ -1,0 +1,143 @@
+//! numakit's own files (the tune and daemon state files, the daemon's
+//! status): written so that a crash at any instant leaves either the old
+//! content or the new one, never a mix or an empty file.
+//!
+//! [`write_atomic`] is the one way numakit replaces such a file: a
+//! temporary file beside it, `fsync`, `rename` over the old one, `fsync` of
+//! the folder (without the last step a power cut can undo the rename).
+//! The temporary file is named `.NAME.tmp.PID`; one a killed writer left
+//! behind is removed by the next [`write_atomic`] to the same file
+//! (or by [`remove_stale_temps`]), once its writer is gone.
+//!
+//! This module writes only the files it is given; it never touches kernel
+//! knobs or placement (that is [`crate::act`]).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The folder `path` is in (`.` for a bare file name).
+pub fn folder(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+}
+
+fn temp_path(path: &Path, pid: u32) -> PathBuf {
+    folder(path).join(format!(".{}.tmp.{pid}", file_name(path)))
+}
+
+/// Replaces `path` with `bytes` durably (temp file, `fsync`, `rename`,
+/// `fsync` of the folder), creating its folder if needed; the file gets
+/// mode 0644 (less the umask). On an error the old content stays and the
+/// temporary file is removed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = folder(path);
+    fs::create_dir_all(dir)?;
+    remove_stale_temps(path);
+    let tmp = temp_path(path, std::process::id());
+    let result = (|| {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Removes `path` (a missing file is not an error) and makes the removal
+/// durable (`fsync` of the folder).
+pub fn remove_durable(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => File::open(folder(path))?.sync_all(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes the temporary files of `path` whose writer (the PID in the
+/// name) no longer runs: what a `kill -9` during [`write_atomic`] leaves.
+/// Returns how many were removed. Errors are ignored: a leftover is
+/// harmless, and the next write tries again.
+pub fn remove_stale_temps(path: &Path) -> usize {
+    let prefix = format!(".{}.tmp.", file_name(path));
+    let Ok(entries) = fs::read_dir(folder(path)) else { return 0 };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !process_exists(pid) && fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_creates_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/state.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
+    }
+
+    #[test]
+    fn an_error_keeps_the_old_content() {
+        let d = tempfile::tempdir().unwrap();
+        // A folder where the file should be: the rename fails.
+        let p = d.path().join("state.json");
+        fs::create_dir(&p).unwrap();
+        fs::write(p.join("inside"), "x").unwrap();
+        assert!(write_atomic(&p, b"new").is_err());
+        assert_eq!(fs::read(p.join("inside")).unwrap(), b"x");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1, "the temporary file was removed");
+    }
+
+    #[test]
+    fn temps_of_dead_writers_are_removed_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        // A child that has exited and been reaped: its pid is free.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = temp_path(&p, dead);
+        let live = temp_path(&p, 1);
+        let mine = temp_path(&p, std::process::id());
+        let other = d.path().join(".other.json.tmp.12345");
+        for f in [&stale, &live, &mine, &other] {
+            fs::write(f, "x").unwrap();
+        }
+        assert_eq!(remove_stale_temps(&p), 1);
+        assert!(!stale.exists());
+        assert!(live.exists() && mine.exists() && other.exists());
+        write_atomic(&p, b"v").unwrap();
+        assert!(!mine.exists(), "our own temp is reused and renamed away");
+    }
+}
