@@ -3,6 +3,8 @@
 //! All logic lives in the `numakit` library crate; this is the only place
 //! `anyhow` appears.
 
+#[macro_use]
+mod output;
 mod cli;
 mod cmd;
 
@@ -38,6 +40,39 @@ impl std::fmt::Display for Failure {
 }
 impl std::error::Error for Failure {}
 
+/// clap's answer: `--help` and `--version` as clap prints them; a usage
+/// error as one line, like numakit's other errors (exit 2).
+fn usage_error(e: clap::Error) -> anyhow::Result<u8> {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.print().map_err(output::OutputError)?;
+        return Ok(0);
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return Ok(2);
+    }
+    Err(Failure::usage(one_line(&e.to_string())).into())
+}
+
+/// clap's message in one line: its first line without the `error: `
+/// prefix, the lines it continues with (the missing arguments), and the
+/// tip it gives further down.
+fn one_line(clap_text: &str) -> String {
+    let mut lines = clap_text.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).trim_end().to_string();
+    for more in lines.by_ref().take_while(|l| l.starts_with([' ', '\t'])) {
+        msg.push(' ');
+        msg.push_str(more.trim());
+    }
+    let tip = clap_text.lines().find_map(|l| l.trim().strip_prefix("tip: ")).map(str::trim);
+    match tip {
+        Some(tip) => format!("{msg} ({tip}; see --help)"),
+        None => format!("{msg} (see --help)"),
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
@@ -45,27 +80,36 @@ fn main() -> ExitCode {
         // A `numactl` symlink: numactl's options and exit codes.
         cmd::numactl::run(&numakit::sys::SysRoot::from_env(), &argv[1..])
     } else {
-        let matches = cli::Cli::command().get_matches_from(argv);
-        match cli::Cli::from_arg_matches(&matches) {
-            Ok(args) => cmd::dispatch(args, &matches),
-            Err(e) => e.exit(),
+        match cli::Cli::command().try_get_matches_from(argv).and_then(|m| Ok((cli::Cli::from_arg_matches(&m)?, m))) {
+            Ok((args, matches)) => cmd::dispatch(args, &matches),
+            Err(e) => usage_error(e),
         }
     };
+    let result = result.and_then(|code| {
+        output::finish()?;
+        Ok(code)
+    });
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // A reader that stopped reading (`| head`) is not an error, also
-            // when the write was serde_json's.
-            let io_kind = e
-                .downcast_ref::<std::io::Error>()
-                .map(std::io::Error::kind)
-                .or_else(|| e.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind));
-            if io_kind == Some(std::io::ErrorKind::BrokenPipe) {
-                return ExitCode::SUCCESS;
-            }
+            // A reader that stopped reading (`| head`) is not an error.
+            let Some(line) = output::describe(&e) else { return ExitCode::SUCCESS };
             let code = e.downcast_ref::<Failure>().map_or(1, |f| f.code);
-            let _ = writeln!(std::io::stderr(), "numakit: {e:#}");
+            let _ = writeln!(std::io::stderr(), "numakit: {line}");
             ExitCode::from(code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn clap_errors_in_one_line() {
+        let t = "error: the following required arguments were not provided:\n  <PID>\n  --to <NODES>\n\nUsage: numakit migrate <PID>\n\nFor more information, try '--help'.\n";
+        assert_eq!(one_line(t), "the following required arguments were not provided: <PID> --to <NODES> (see --help)");
+        let t = "error: unexpected argument '-X' found\n\n  tip: to pass '-X' as a value, use '-- -X'\n\nUsage: x\n";
+        assert_eq!(one_line(t), "unexpected argument '-X' found (to pass '-X' as a value, use '-- -X'; see --help)");
     }
 }

@@ -53,18 +53,18 @@ pub fn run(sys: &SysRoot, args: &AdviseArgs) -> anyhow::Result<u8> {
     match d {
         Ok(d) => {
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&Advice::of(&d, &source))?);
+                outln!("{}", serde_json::to_string_pretty(&Advice::of(&d, &source))?);
             } else {
-                println!("nodes: {}", d.nodes.to_list());
-                println!("numactl: numactl {}", d.plan.numactl_args().join(" "));
-                println!("reason: {}", d.reason);
-                println!("view: {source}");
+                outln!("nodes: {}", d.nodes.to_list());
+                outln!("numactl: numactl {}", d.plan.numactl_args().join(" "));
+                outln!("reason: {}", d.reason);
+                outln!("view: {source}");
             }
             Ok(0)
         }
         Err(refusal) => {
             if args.json {
-                println!("{}", serde_json::json!({"refused": refusal.to_string(), "source": source}));
+                outln!("{}", serde_json::json!({"refused": refusal.to_string(), "source": source}));
             } else {
                 eprintln!("numakit: no node can take the job now: {refusal}");
             }

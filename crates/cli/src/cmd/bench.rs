@@ -236,7 +236,7 @@ fn output(
     json: String,
     svg: impl FnOnce() -> Result<String, String>,
 ) -> anyhow::Result<u8> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::output::stdout();
     match &out.svg {
         Some(p) if p.as_os_str() == "-" => {
             stdout.write_all(svg().map_err(Failure::system)?.as_bytes())?;

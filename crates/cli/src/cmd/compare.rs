@@ -178,7 +178,7 @@ pub fn run(_sys: &SysRoot, args: &CompareArgs) -> anyhow::Result<u8> {
         result.save(p).map_err(spec_error)?;
     }
     let out = if args.json { result.to_json() + "\n" } else { present::compare::text(&result) };
-    std::io::stdout().lock().write_all(out.as_bytes())?;
+    crate::output::stdout().write_all(out.as_bytes())?;
     Ok(0)
 }
 

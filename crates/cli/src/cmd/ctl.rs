@@ -88,7 +88,7 @@ pub fn run(args: &CtlArgs) -> anyhow::Result<u8> {
     let socket = socket_path(args.socket.as_ref(), args.config.as_ref())?;
     let daemon = Client::new(socket, Duration::from_secs(30));
     let failed = |e: ctl::ClientError| Failure::system(e.to_string());
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     // JSON objects as the daemon's answers always printed them (keys in
     // alphabetical order).
     let value = |v: &dyn erased::Json| v.value();

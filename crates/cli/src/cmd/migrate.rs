@@ -151,10 +151,18 @@ pub fn run(sys: &SysRoot, args: &MigrateArgs) -> anyhow::Result<u8> {
             report.pages_moved = report.bytes_moved / 4096;
         }
     }
+    if !args.dry_run {
+        crate::output::applied(format!(
+            "pid {}: pages moved from node(s) {} to node(s) {}",
+            args.pid,
+            report.from.to_list(),
+            report.to.to_list()
+        ));
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
     Ok(if report.pages_failed > 0 { 1 } else { 0 })
 }
@@ -187,9 +195,9 @@ fn move_all(sys: &SysRoot, pid: i32, target: u32, report: &mut Report) -> Result
     }
 }
 
-fn print_report(r: &Report) {
+fn print_report(r: &Report) -> std::io::Result<()> {
     let verb = if r.dry_run { "would move" } else { "moved" };
-    println!(
+    outln!(
         "pid {} ({}): {} {} from node(s) {} to node(s) {}; {} free on the target",
         r.pid,
         r.method,
@@ -200,23 +208,24 @@ fn print_report(r: &Report) {
         gib(r.target_free_bytes)
     );
     if !r.dry_run {
-        println!(
+        outln!(
             "pages moved: {} ({} left the source nodes), pages not moved: {}",
             r.pages_moved,
             gib(r.bytes_moved),
             r.pages_failed
         );
         for (why, n) in &r.failures {
-            println!("  {n} page(s): {why}");
+            outln!("  {n} page(s): {why}");
         }
     }
-    println!("memory per node before -> after (numa_maps):");
+    outln!("memory per node before -> after (numa_maps):");
     let nodes: std::collections::BTreeSet<u32> = r.before.keys().chain(r.after.keys()).copied().collect();
     for n in nodes {
-        println!(
+        outln!(
             "  node {n}: {} -> {}",
             gib(r.before.get(&n).copied().unwrap_or(0)),
             gib(r.after.get(&n).copied().unwrap_or(0))
         );
     }
+    Ok(())
 }

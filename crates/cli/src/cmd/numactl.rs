@@ -161,7 +161,10 @@ const USAGE: &str = "usage: numactl [--all | -a] [--balancing | -b] [--interleav
 /// Runs numactl's command line.
 pub fn run(sys: &SysRoot, raw: &[OsString]) -> anyhow::Result<u8> {
     match run_inner(sys, raw) {
-        Ok(code) => Ok(code),
+        Ok((code, text)) => {
+            crate::output::print(&text)?;
+            Ok(code)
+        }
         Err(f) if f.code == EXIT => {
             eprintln!("numactl: {}", f.message);
             eprintln!("{USAGE}");
@@ -171,7 +174,9 @@ pub fn run(sys: &SysRoot, raw: &[OsString]) -> anyhow::Result<u8> {
     }
 }
 
-fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<u8, Failure> {
+/// The exit code and what to print (printed by [`run`], through the one
+/// output writer).
+fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
     let args: Vec<String> = raw.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let (opts, command) = parse(&args)?;
     let mut req = Request::default();
@@ -183,15 +188,13 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<u8, Failure> {
                 // Like numactl: options before --show apply to numactl itself.
                 let topo = load()?;
                 apply(sys, &topo, &req)?;
-                print!("{}", present::show::numactl_show(&self_policy(&topo).map_err(|e| fail(e.message))?));
-                return Ok(0);
+                return Ok((0, present::show::numactl_show(&self_policy(&topo).map_err(|e| fail(e.message))?)));
             }
             'H' => hardware = true,
             'b' => req.balancing = true,
             'a' => req.all = true,
             'V' => {
-                println!("numakit {} (numactl compatible)", env!("CARGO_PKG_VERSION"));
-                return Ok(0);
+                return Ok((0, format!("numakit {} (numactl compatible)\n", env!("CARGO_PKG_VERSION"))));
             }
             c => match opt_kind(c) {
                 Some(kind) => req.opts.push(PolicyOpt { kind, value: v }),
@@ -208,8 +211,7 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<u8, Failure> {
         if !req.opts.is_empty() {
             return Err(fail("specify policy after --shm/--file"));
         }
-        print!("{}", present::hardware::render(&load()?));
-        return Ok(0);
+        return Ok((0, present::hardware::render(&load()?)));
     }
     if command.is_empty() {
         return Err(fail("no command given"));
@@ -218,7 +220,7 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<u8, Failure> {
     apply(sys, &topo, &req)?;
     let cmd: Vec<OsString> = command.into_iter().map(OsString::from).collect();
     match exec(&cmd) {
-        Ok(c) => Ok(c),
+        Ok(c) => Ok((c, String::new())),
         Err(e) => Err(fail(format!("execution of `{}': {e}", cmd[0].to_string_lossy()))),
     }
 }

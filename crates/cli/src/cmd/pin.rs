@@ -56,10 +56,18 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
             Err(e) => report.failed.push(Failed { tid, error: e.to_string() }),
         }
     }
+    if !report.changed.is_empty() {
+        crate::output::applied(format!(
+            "pid {}: {} thread(s) now on CPUs {}",
+            args.pid,
+            report.changed.len(),
+            cpus.to_list()
+        ));
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
+        outln!(
             "pid {}: {} thread(s) now on CPUs {}, {} failed",
             args.pid,
             report.changed.len(),
@@ -67,7 +75,7 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
             report.failed.len()
         );
         for f in &report.failed {
-            println!("  tid {}: {}", f.tid, f.error);
+            outln!("  tid {}: {}", f.tid, f.error);
         }
     }
     Ok(if report.failed.is_empty() { 0 } else { 1 })

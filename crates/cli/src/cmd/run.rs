@@ -53,12 +53,12 @@ pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> 
         .resolve(&Context { topo: &topo, sys, kernel: kernel_version(sys) })
         .map_err(|e| Failure::usage(e.to_string()))?;
     if args.dry_run {
-        println!("cpus: {}", plan.cpus.as_ref().map_or("unchanged".into(), |c| c.to_list()));
-        println!(
+        outln!("cpus: {}", plan.cpus.as_ref().map_or("unchanged".into(), |c| c.to_list()));
+        outln!(
             "memory: {}",
             plan.memory.as_ref().map_or("unchanged".into(), |p| format!("{} {}", p.mode.name(), p.nodes.to_list()))
         );
-        println!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));
+        outln!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));
         return Ok(0);
     }
     apply_and_exec(&plan, &args.command)
@@ -82,9 +82,9 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs) -> anyhow::Result<u8
         }
     };
     if args.dry_run {
-        println!("decision: node(s) {} ({:?})", d.nodes.to_list(), d.rule);
-        println!("reason: {}", d.reason);
-        println!("numactl: numactl {} {}", d.plan.numactl_args().join(" "), shell_words(&args.command));
+        outln!("decision: node(s) {} ({:?})", d.nodes.to_list(), d.rule);
+        outln!("reason: {}", d.reason);
+        outln!("numactl: numactl {} {}", d.plan.numactl_args().join(" "), shell_words(&args.command));
         return Ok(0);
     }
     apply_and_exec(&d.plan, &args.command)

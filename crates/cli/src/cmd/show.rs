@@ -74,9 +74,9 @@ pub fn run(sys: &SysRoot, args: &ShowArgs) -> anyhow::Result<u8> {
         view.policy_nodes = Some(own.nodes);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&view)?);
+        outln!("{}", serde_json::to_string_pretty(&view)?);
     } else {
-        print!("{}", show::process_text(&view));
+        out!("{}", show::process_text(&view));
     }
     Ok(0)
 }

@@ -70,7 +70,7 @@ pub struct SimulateArgs {
 
 /// Runs `numakit simulate`.
 pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if args.list {
         for s in Scenario::named() {
             writeln!(out, "{:14} {:8} {}", s.name, s.class.name(), s.machine_name)?;

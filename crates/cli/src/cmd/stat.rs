@@ -71,7 +71,7 @@ fn sys_err(e: numakit::sys::SysError) -> Failure {
 }
 
 fn write_out(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

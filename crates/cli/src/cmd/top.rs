@@ -72,7 +72,7 @@ pub fn run(sys: &SysRoot, args: &TopArgs) -> anyhow::Result<u8> {
         std::thread::sleep(interval);
         let frame = sampler.sample(sys, &topo, &opts, Instant::now()).map_err(read_error)?;
         let ids: Vec<u32> = topo.nodes.iter().map(|n| n.id).collect();
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::output::stdout();
         out.write_all(view::snapshot_text(&frame, &ids).as_bytes())?;
         out.flush()?;
         return Ok(0);

@@ -27,6 +27,6 @@ pub fn run(sys: &numakit::sys::SysRoot, args: &TopoArgs) -> anyhow::Result<u8> {
     } else {
         present::text::render(&topo)
     };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::output::stdout().write_all(text.as_bytes())?;
     Ok(0)
 }

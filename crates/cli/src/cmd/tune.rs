@@ -3,7 +3,6 @@
 //! checks root, prints and maps errors to exit codes (2 a bad name, value or
 //! profile; 1 the system).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,8 +123,7 @@ fn failure(e: TuneError) -> anyhow::Error {
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
-    std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(())
+    Ok(crate::output::print(text)?)
 }
 
 /// Runs `numakit tune`.
@@ -162,6 +160,9 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             let mut pause = pauser();
             let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
             let out = tune::revert(sys, opts).map_err(failure)?;
+            if !write.dry_run {
+                crate::output::applied("tune revert");
+            }
             print(&render::revert_text(sys, &out, &path))?;
             Ok(0)
         }
@@ -189,6 +190,9 @@ fn apply_settings(sys: &SysRoot, settings: &[Setting], action: &str, write: &Wri
     let mut pause = pauser();
     let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
     let out = tune::apply(sys, settings, action, opts).map_err(failure)?;
+    if !write.dry_run {
+        crate::output::applied(format!("tune {action} (state {})", path.display()));
+    }
     print(&render::apply_text(sys, &out, &path))?;
     Ok(0)
 }
