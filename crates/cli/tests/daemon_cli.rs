@@ -204,3 +204,66 @@ fn scans_limit_and_advise_without_daemon() {
     let o = nk(&["advise", "--cpus", "100000", "--no-daemon"]);
     assert_eq!(o.status.code(), Some(75), "{}", text(&o.stderr));
 }
+
+#[test]
+fn a_file_at_the_socket_path_is_never_deleted() {
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "");
+    let precious = d.path().join("d.sock");
+    std::fs::write(&precious, "not a socket\n").expect("write");
+    one_line_error(
+        &nk(&["daemon", "--config", cfg.to_str().expect("utf8")]),
+        1,
+        "is not a socket is there; refusing to replace it",
+    );
+    assert_eq!(std::fs::read_to_string(&precious).expect("still there"), "not a socket\n");
+    // A stale socket (no daemon answers on it) is replaced.
+    std::fs::remove_file(&precious).expect("rm");
+    drop(std::os::unix::net::UnixListener::bind(&precious).expect("stale socket"));
+    let child = start(&cfg, d.path());
+    let t = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&precious).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(20), "the daemon did not replace the stale socket");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = nk(&["ctl", "--config", cfg.to_str().expect("utf8"), "status"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    stop(child);
+}
+
+#[test]
+fn slow_idle_and_oversized_clients_do_not_hold_the_socket() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "");
+    let child = start(&cfg, d.path());
+    let sock = d.path().join("d.sock");
+    // Eight clients that connect and say nothing, one that sends a byte
+    // now and then: each holds a connection of its own.
+    let idle: Vec<UnixStream> = (0..8).map(|_| UnixStream::connect(&sock).expect("connect")).collect();
+    let mut slow = UnixStream::connect(&sock).expect("connect");
+    slow.write_all(b"{").expect("write");
+    let t = Instant::now();
+    let o = nk(&["ctl", "--socket", sock.to_str().expect("utf8"), "status", "--json"]);
+    // Served while the others wait for their own timeouts (2 s each;
+    // before, one connection at a time with a 5 s timeout per read).
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(t.elapsed() < Duration::from_secs(2), "status took {:?}", t.elapsed());
+    // An oversized request is refused without being echoed back.
+    let mut big = UnixStream::connect(&sock).expect("connect");
+    let line = format!("{{\"cmd\":\"exclude\",\"target\":\"{}\"}}\n", "x".repeat(100_000));
+    let _ = big.write_all(line.as_bytes());
+    let mut answer = String::new();
+    // The daemon answers and closes with the rest unread: the answer
+    // comes first, then the reset.
+    let _ = big.read_to_string(&mut answer);
+    assert!(answer.contains("longer than 4096 bytes") && answer.len() < 300, "{answer}");
+    // The slow client is cut off at its deadline with a short error.
+    let mut rest = String::new();
+    slow.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    slow.read_to_string(&mut rest).expect("answer");
+    assert!(rest.contains("did not arrive within"), "{rest}");
+    drop(idle);
+    stop(child);
+}

@@ -85,13 +85,25 @@ pub fn load_settings(config: Option<&Path>, interval: Option<&str>) -> Result<Se
 type CtlMsg = (Request, mpsc::Sender<Response>);
 
 /// Binds the control socket: refuses when another daemon answers there,
-/// replaces a stale file, mode 0660 with the control group.
+/// replaces a stale socket, refuses anything else at that path (a typo in
+/// `socket` must never delete a file); mode 0660 with the control group.
 fn bind_socket(path: &Path, group: Option<u32>) -> Result<UnixListener, Failure> {
-    if path.exists() {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(Failure::system(format!("another numakit daemon is running (socket {})", path.display())));
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(Failure::system(format!("another numakit daemon is running (socket {})", path.display())));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| Failure::system(format!("cannot replace the stale socket {}: {e}", path.display())))?;
         }
-        let _ = std::fs::remove_file(path);
+        Ok(_) => {
+            return Err(Failure::system(format!(
+                "socket {}: something that is not a socket is there; refusing to replace it",
+                path.display()
+            )))
+        }
+        Err(_) => {}
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Failure::system(format!("{}: {e}", dir.display())))?;
@@ -105,33 +117,54 @@ fn bind_socket(path: &Path, group: Option<u32>) -> Result<UnixListener, Failure>
     Ok(l)
 }
 
+/// Connections served at once; one more is answered "busy" at once.
+const MAX_CONNECTIONS: usize = 32;
+
+/// Accepts connections, each served in a thread of its own (at most
+/// [`MAX_CONNECTIONS`]), so a slow or idle client never delays another.
 fn serve(listener: UnixListener, sys: SysRoot, access: Access, tx: mpsc::Sender<CtlMsg>) {
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(stream) = conn else { continue };
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
         let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-        // The request is read before the access check, so that a refused
-        // client reads the refusal instead of a broken pipe.
-        let req = ctl::read_request(&stream);
-        let resp = match (ctl::peer(&stream), req) {
-            (Err(e), _) => Response::err(format!("cannot read the peer's credentials: {e}")),
-            (Ok(p), _) if !access.allows(&sys, &p) => Response::err(format!(
-                "permission denied: uid {} is not root{}",
-                p.uid,
-                access.group.map_or(String::new(), |g| format!(" and not in group {g}"))
-            )),
-            (Ok(_), Err(e)) => Response::err(e),
-            (Ok(_), Ok(req)) => {
-                let (rtx, rrx) = mpsc::channel();
-                if tx.send((req, rtx)).is_err() {
-                    return;
-                }
-                rrx.recv_timeout(Duration::from_secs(30))
-                    .unwrap_or_else(|_| Response::err("the daemon did not answer in 30 s"))
-            }
-        };
-        let _ = ctl::write_response(&stream, &resp);
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            let _ = ctl::write_response(&stream, &Response::err("the daemon is busy: too many connections"));
+            continue;
+        }
+        let (sys, tx, done) = (sys.clone(), tx.clone(), open.clone());
+        let spawned = std::thread::Builder::new().name("numakit-ctl".into()).spawn(move || {
+            serve_one(&stream, &sys, access, &tx);
+            done.fetch_sub(1, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::SeqCst);
+        }
     }
+}
+
+fn serve_one(stream: &std::os::unix::net::UnixStream, sys: &SysRoot, access: Access, tx: &mpsc::Sender<CtlMsg>) {
+    // The request is read before the access check, so that a refused
+    // client reads the refusal instead of a broken pipe.
+    let req = ctl::read_request(stream, ctl::REQUEST_TIMEOUT);
+    let resp = match (ctl::peer(stream), req) {
+        (Err(e), _) => Response::err(format!("cannot read the peer's credentials: {e}")),
+        (Ok(p), _) if !access.allows(sys, &p) => Response::err(format!(
+            "permission denied: uid {} is not root{}",
+            p.uid,
+            access.group.map_or(String::new(), |g| format!(" and not in group {g}"))
+        )),
+        (Ok(_), Err(e)) => Response::err(e),
+        (Ok(_), Ok(req)) => {
+            let (rtx, rrx) = mpsc::channel();
+            if tx.send((req, rtx)).is_err() {
+                return;
+            }
+            rrx.recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| Response::err("the daemon did not answer in 30 s"))
+        }
+    };
+    let _ = ctl::write_response(stream, &resp);
 }
 
 /// Runs the daemon until a signal (or `--scans`).

@@ -7,7 +7,7 @@
 //! groups from `/proc/PID/status`; the socket file is mode 0660 and owned
 //! by that group. numad's control queue took anyone's message.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -99,12 +99,51 @@ pub fn group_id(sys: &SysRoot, group: &str) -> Option<u32> {
     })
 }
 
-/// Reads one request line from a connection.
-pub fn read_request(stream: &UnixStream) -> Result<Request, String> {
-    let mut line = String::new();
-    let mut r = BufReader::new(stream);
-    r.read_line(&mut line).map_err(|e| format!("reading the request: {e}"))?;
-    serde_json::from_str(line.trim()).map_err(|e| format!("bad request {:?}: {e}", line.trim()))
+/// The longest request line read, bytes (a request is a few dozen).
+pub const MAX_REQUEST_BYTES: usize = 4096;
+
+/// How long a client may take to send its whole request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Reads one request line from a connection: at most
+/// [`MAX_REQUEST_BYTES`], all of it within `timeout` (not per read, so a
+/// client sending a byte at a time cannot hold the connection longer).
+/// Errors never quote the request.
+pub fn read_request(stream: &UnixStream, timeout: Duration) -> Result<Request, String> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut line: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(format!("the request did not arrive within {} s", timeout.as_secs_f64()));
+        }
+        stream.set_read_timeout(Some(left)).map_err(|e| format!("reading the request: {e}"))?;
+        let n = match (&*stream).read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(format!("the request did not arrive within {} s", timeout.as_secs_f64()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("reading the request: {e}")),
+        };
+        let end = buf[..n].iter().position(|&b| b == b'\n');
+        line.extend_from_slice(&buf[..end.unwrap_or(n)]);
+        if line.len() > MAX_REQUEST_BYTES {
+            return Err(format!("the request is longer than {MAX_REQUEST_BYTES} bytes"));
+        }
+        if end.is_some() || n == 0 {
+            break;
+        }
+    }
+    let text = std::str::from_utf8(&line).map_err(|_| "the request is not UTF-8".to_string())?;
+    serde_json::from_str(text.trim()).map_err(|e| format!("bad request: {}", describe_json_error(&e)))
+}
+
+/// serde's message without the input it may quote, bounded.
+fn describe_json_error(e: &serde_json::Error) -> String {
+    let msg: String = e.to_string().chars().filter(|c| !c.is_control()).take(160).collect();
+    msg
 }
 
 /// Writes one response line.
