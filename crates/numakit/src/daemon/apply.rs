@@ -99,9 +99,7 @@ impl Applier<'_> {
         let cpus = act::get_affinity(Pid(pid)).ok()?;
         let cg = self.own_cgroup(pid);
         let cgroup_nodes = match &cg {
-            Some((path, _)) => self
-                .sys
-                .read_list::<crate::sets::Cpu>(format!("{}/cpuset.cpus.effective", collect::cgroup_dir(path)))
+            Some((path, _)) => procs::cgroup::effective_cpus(self.sys, path)
                 .ok()
                 .flatten()
                 .map(|c| self.node_cpus.nodes_of(&c).0)
@@ -115,15 +113,13 @@ impl Applier<'_> {
     /// alone in a cgroup of its own (not the root) with the cpuset
     /// controller enabled.
     pub fn own_cgroup(&self, pid: i32) -> Option<(String, String)> {
-        let path = collect::read_cgroup(self.sys, pid).ok().flatten()?;
+        let path = procs::cgroup::read_path(self.sys, pid).ok().flatten()?;
         if path == "/" || path.is_empty() {
             return None;
         }
-        let dir = collect::cgroup_dir(&path);
-        let cpus = self.sys.read(format!("{dir}/cpuset.cpus")).ok().flatten()?;
-        let procs = self.sys.read(format!("{dir}/cgroup.procs")).ok().flatten()?;
-        let pids: Vec<&str> = procs.split_whitespace().collect();
-        (pids == [pid.to_string().as_str()]).then(|| (path, cpus.trim().to_string()))
+        let cpus = procs::cgroup::cpus(self.sys, &path).ok().flatten()?;
+        let members = procs::cgroup::members(self.sys, &path).ok().flatten()?;
+        (members == [pid]).then_some((path, cpus))
     }
 
     /// How many of `pid`'s threads have exactly `cpus` as their affinity,
@@ -173,7 +169,7 @@ impl Applier<'_> {
     }
 
     fn write_cgroup_cpus(&self, pid: i32, path: &str, cpus: &str, verb: &str) -> Outcome {
-        let rel = format!("{}/cpuset.cpus", collect::cgroup_dir(path));
+        let rel = format!("{}/cpuset.cpus", procs::cgroup::dir(path));
         // An empty value (inherit the parent's CPUs) is written as one
         // space: the kernel strips it, and `write_value` takes no newline.
         match act::knobs::write_value(self.sys, &rel, if cpus.is_empty() { " " } else { cpus }) {

@@ -379,7 +379,7 @@ impl Collector {
         let Ctx { cpu_use, rss, age_s, window, mono_s, settling } = *ctx;
         let pid = st.pid;
         let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
-        let cgroup = read_cgroup(sys, pid)?.unwrap_or_default();
+        let cgroup = procs::cgroup::read_path(sys, pid)?.unwrap_or_default();
         if !include(pid, &st.comm, &cgroup, uid) {
             return Ok(None);
         }
@@ -404,10 +404,9 @@ impl Collector {
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, mono_s));
         for &tid in &tids {
-            let Some(text) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
-            let Some(t) = pidstat::parse_proc_stat(&text) else { continue };
+            let Some(t) = procs::read_task_stat(sys, pid, tid)? else { continue };
             let node = t.processor.and_then(|c| node_cpus.node_of(c));
-            let wait_ns = sys.read(format!("proc/{pid}/task/{tid}/schedstat"))?.and_then(|s| parse_run_delay(&s));
+            let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
             threads_seen.insert(tid, ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns });
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
@@ -478,12 +477,6 @@ impl Collector {
     }
 }
 
-/// The run delay (ns waiting on a run queue) of a `schedstat` line: its
-/// second field ("on-CPU ns, run-delay ns, time slices").
-fn parse_run_delay(s: &str) -> Option<u64> {
-    s.split_whitespace().nth(1)?.parse().ok()
-}
-
 impl ScanCounts {
     /// A failed read of one process's files: not ours to read (counted as
     /// unreadable) or the process exited meanwhile (ESRCH, counted as
@@ -509,25 +502,13 @@ pub fn read_uptime(sys: &SysRoot) -> Result<f64, SysError> {
         .ok_or_else(|| sys.invalid("proc/uptime", "not a number of seconds"))
 }
 
-/// The cgroup v2 path of a process (`0::/path` in `/proc/PID/cgroup`).
-pub fn read_cgroup(sys: &SysRoot, pid: i32) -> Result<Option<String>, SysError> {
-    Ok(sys
-        .read(format!("proc/{pid}/cgroup"))?
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("0::").map(|p| p.trim().to_string()))))
-}
-
-/// The cgroup directory of a cgroup v2 path, relative to the root.
-pub fn cgroup_dir(path: &str) -> String {
-    format!("sys/fs/cgroup{}", if path == "/" { "" } else { path })
-}
-
 /// Nodes a cgroup's cpuset allows, or empty when it does not restrict
 /// (no cpuset controller, or every usable CPU).
 fn read_cpuset_nodes(sys: &SysRoot, node_cpus: &NodeCpus, cgroup: &str) -> Result<NodeSet, SysError> {
     if cgroup.is_empty() || cgroup == "/" {
         return Ok(NodeSet::new());
     }
-    let Some(cpus) = sys.read_list::<crate::sets::Cpu>(format!("{}/cpuset.cpus.effective", cgroup_dir(cgroup)))? else {
+    let Some(cpus) = procs::cgroup::effective_cpus(sys, cgroup)? else {
         return Ok(NodeSet::new());
     };
     let all = node_cpus.nodes.iter().fold(CpuSet::new(), |a, (_, c)| a.union(c));

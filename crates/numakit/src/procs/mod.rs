@@ -2,9 +2,11 @@
 //! (allowed CPUs and nodes), `task/TID/stat` (last CPU of each thread) and
 //! `numa_maps` (memory per mapping and node, and each mapping's policy),
 //! and the cheap files every scan starts from ([`pidstat`]: `stat`, the
-//! process list, owner, `cmdline`, `sched`). Read through [`SysRoot`]; a
-//! process that has exited is `Ok(None)`, not an error.
+//! process list, owner, `cmdline`, `sched`), and its cgroup ([`cgroup`]).
+//! Read through [`SysRoot`]; a process that has exited is `Ok(None)`, not
+//! an error.
 
+pub mod cgroup;
 pub mod counters;
 pub mod numa_maps;
 pub mod pidstat;
@@ -28,6 +30,23 @@ pub struct Status {
     pub threads: u64,
     /// `VmRSS` in bytes (0 for kernel threads).
     pub rss_bytes: u64,
+}
+
+/// One thread's `stat` (`/proc/PID/task/TID/stat`).
+pub fn read_task_stat(sys: &SysRoot, pid: i32, tid: i32) -> Result<Option<ProcStat>, SysError> {
+    Ok(sys.read(format!("proc/{pid}/task/{tid}/stat"))?.and_then(|t| parse_proc_stat(&t)))
+}
+
+/// How long one thread has waited for a CPU, nanoseconds (the second
+/// field of `/proc/PID/task/TID/schedstat`; `None` without schedstats).
+pub fn read_task_run_delay(sys: &SysRoot, pid: i32, tid: i32) -> Result<Option<u64>, SysError> {
+    Ok(sys.read(format!("proc/{pid}/task/{tid}/schedstat"))?.and_then(|s| parse_run_delay(&s)))
+}
+
+/// The run-queue wait in `schedstat` text: its second field ("on-CPU
+/// ns, run-delay ns, time slices").
+pub fn parse_run_delay(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Parses `/proc/PID/status` text.

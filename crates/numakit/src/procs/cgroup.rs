@@ -1,0 +1,75 @@
+//! A process's cgroup (v2, the unified hierarchy under `/sys/fs/cgroup`):
+//! its path from `/proc/PID/cgroup`, the folder of a path, and what the
+//! folder says about placement (`cpuset.cpus`, `cpuset.cpus.effective`)
+//! and membership (`cgroup.procs`). Read through [`SysRoot`]; a process or
+//! cgroup that is gone, or a controller that is not enabled, is
+//! `Ok(None)`.
+
+use crate::sets::{Cpu, CpuSet};
+use crate::sys::{SysError, SysRoot};
+
+/// The cgroup v2 path in `/proc/PID/cgroup` text (the `0::/path` line).
+pub fn parse_path(text: &str) -> Option<String> {
+    text.lines().find_map(|l| l.strip_prefix("0::").map(|p| p.trim().to_string()))
+}
+
+/// The cgroup v2 path of a process (`/` for the root cgroup).
+pub fn read_path(sys: &SysRoot, pid: i32) -> Result<Option<String>, SysError> {
+    Ok(sys.read(format!("proc/{pid}/cgroup"))?.and_then(|t| parse_path(&t)))
+}
+
+/// The folder of a cgroup v2 path, relative to the root.
+pub fn dir(path: &str) -> String {
+    format!("sys/fs/cgroup{}", if path == "/" { "" } else { path.trim_end_matches('/') })
+}
+
+/// The CPUs a cgroup's tasks may use (`cpuset.cpus.effective`).
+pub fn effective_cpus(sys: &SysRoot, path: &str) -> Result<Option<CpuSet>, SysError> {
+    sys.read_list::<Cpu>(format!("{}/cpuset.cpus.effective", dir(path)))
+}
+
+/// A cgroup's own `cpuset.cpus`, as written (empty: inherited).
+pub fn cpus(sys: &SysRoot, path: &str) -> Result<Option<String>, SysError> {
+    Ok(sys.read(format!("{}/cpuset.cpus", dir(path)))?.map(|t| t.trim().to_string()))
+}
+
+/// The processes in a cgroup (`cgroup.procs`, not those of its children).
+pub fn members(sys: &SysRoot, path: &str) -> Result<Option<Vec<i32>>, SysError> {
+    Ok(sys
+        .read(format!("{}/cgroup.procs", dir(path)))?
+        .map(|t| t.split_whitespace().filter_map(|p| p.parse().ok()).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_folders() {
+        assert_eq!(parse_path("0::/system.slice/job.scope\n").as_deref(), Some("/system.slice/job.scope"));
+        // A hybrid host: v1 lines first, the unified line last.
+        assert_eq!(parse_path("12:cpuset:/x\n1:name=systemd:/y\n0::/user.slice\n").as_deref(), Some("/user.slice"));
+        assert_eq!(parse_path("12:cpuset:/x\n"), None);
+        assert_eq!(dir("/"), "sys/fs/cgroup");
+        assert_eq!(dir("/a/b/"), "sys/fs/cgroup/a/b");
+    }
+
+    #[test]
+    fn a_cgroup_read_below_a_root() {
+        let d = tempfile::tempdir().expect("tmp");
+        let cg = d.path().join("sys/fs/cgroup/job");
+        std::fs::create_dir_all(&cg).expect("mkdir");
+        std::fs::create_dir_all(d.path().join("proc/42")).expect("mkdir");
+        std::fs::write(d.path().join("proc/42/cgroup"), "0::/job\n").expect("write");
+        std::fs::write(cg.join("cpuset.cpus"), "2-3\n").expect("write");
+        std::fs::write(cg.join("cpuset.cpus.effective"), "2-3\n").expect("write");
+        std::fs::write(cg.join("cgroup.procs"), "42\n43\n").expect("write");
+        let sys = SysRoot::at(d.path());
+        assert_eq!(read_path(&sys, 42).expect("read").as_deref(), Some("/job"));
+        assert_eq!(read_path(&sys, 7).expect("gone"), None);
+        assert_eq!(effective_cpus(&sys, "/job").expect("read"), Some(CpuSet::parse_list("2-3").expect("set")));
+        assert_eq!(cpus(&sys, "/job").expect("read").as_deref(), Some("2-3"));
+        assert_eq!(members(&sys, "/job").expect("read"), Some(vec![42, 43]));
+        assert_eq!(members(&sys, "/none").expect("no cgroup"), None);
+    }
+}
