@@ -43,7 +43,7 @@ fn usage_errors_exit_2_system_errors_exit_1() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.trim(), "numakit: /nonexistent/root is not a Linux system root: no such folder");
 
-    // A root whose distance file is a folder: the file cannot be read.
+    // A root whose distance file is a folder: not a file to read.
     let d = tempfile::tempdir().expect("tmp");
     numakit::topo::synth::SynthMachine::rr_4n(4, 64).write(d.path()).expect("write");
     let dist = d.path().join("sys/devices/system/node/node1/distance");
@@ -52,7 +52,7 @@ fn usage_errors_exit_2_system_errors_exit_1() {
     let o = nk(&["--sysroot", d.path().to_str().expect("utf8"), "topo", "--json"]);
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("cannot read") && e.contains("node1/distance"), "{e}");
+    assert!(e.contains("node1/distance: not a regular file (a folder)"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
 
     let o = nk(&["run", "-m", "x-y", "--", "true"]);

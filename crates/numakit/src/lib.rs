@@ -4,6 +4,7 @@
 //!
 //! * [`units`]: sizes, bytes and times as people type and read them;
 //! * [`files`]: numakit's own state files, replaced durably;
+//! * [`text`]: outside text made safe for a one-line message;
 //! * [`sys`]: the one root-relative reader of `/sys` and `/proc`;
 //! * [`sets`]: CPU and node sets and their syntaxes;
 //! * [`topo`]: the machine model built from what `sys` reads;
@@ -53,6 +54,7 @@ pub mod sim;
 pub mod stats;
 pub mod stats_math;
 pub mod sys;
+pub mod text;
 pub mod topo;
 pub mod tune;
 pub mod units;

@@ -321,7 +321,7 @@ mod tests {
                 hugepages: vec![crate::topo::HugePages { size_bytes: 2 << 20, total: 4, free: 2, surplus: 0 }],
             }],
             counters: CounterSample {
-                nodes: vec![NodeCounters { id: 1, lines: parse_numastat("numa_hit 5\nnuma_miss 1\n") }],
+                nodes: vec![NodeCounters { id: 1, lines: parse_numastat("numa_hit 5\nnuma_miss 1\n").unwrap() }],
                 vm: crate::stats::vmstat::parse_vmstat("numa_hint_faults 3\npgpromote_success 2\n"),
             },
             processes: vec![(summarize(42, "a \"q\"", &maps, &[0, 1], [1].into_iter().collect()), 2 << 20)],

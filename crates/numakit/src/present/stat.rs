@@ -139,7 +139,8 @@ pub fn counters_text(sample: &CounterSample, width: usize) -> String {
     for name in counter_names(nodes) {
         let mut cells: Vec<Cell> =
             nodes.iter().map(|n| n.get(&name).map_or(Cell::Empty, |v| text(v.to_string()))).collect();
-        cells.push(text(nodes.iter().filter_map(|n| n.get(&name)).sum::<u64>().to_string()));
+        // Summed wide: counters near 2^64 must not wrap the total.
+        cells.push(text(nodes.iter().filter_map(|n| n.get(&name)).map(u128::from).sum::<u128>().to_string()));
         rows.push((text(name), cells));
     }
     out.push_str(&Grid { left_width: 16, col_width: 16, rows }.render(width));
@@ -423,7 +424,8 @@ mod tests {
                     "numa_hit {}\nnuma_miss 0\nnuma_foreign 0\ninterleave_hit 2305\nlocal_node {}\nother_node 0\n",
                     24703621 + id as u64,
                     24703621 + id as u64
-                )),
+                ))
+                .unwrap(),
             })
             .collect()
     }

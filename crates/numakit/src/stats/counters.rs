@@ -33,16 +33,20 @@ impl NodeCounters {
     }
 }
 
-/// Parses `name value` lines; lines that do not parse are skipped.
-pub fn parse_numastat(text: &str) -> Vec<(String, u64)> {
-    text.lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let k = f.next()?;
-            let v = f.next()?.parse().ok()?;
-            Some((k.to_string(), v))
-        })
-        .collect()
+/// Parses `name value` lines (blank lines skipped). A line without a
+/// value, or with a value that is not a count (negative, not a number,
+/// beyond 64 bits), is an error quoting it: never dropped silently.
+pub fn parse_numastat(text: &str) -> Result<Vec<(String, u64)>, String> {
+    let mut out = Vec::new();
+    for l in text.lines() {
+        let mut f = l.split_whitespace();
+        let Some(k) = f.next() else { continue };
+        match (f.next().map(str::parse::<u64>), f.next()) {
+            (Some(Ok(v)), None) => out.push((k.to_string(), v)),
+            _ => return Err(format!("{} is not a counter and its count", crate::text::quote(l))),
+        }
+    }
+    Ok(out)
 }
 
 /// Ids of the `nodeN` folders, sorted (empty without NUMA support).
@@ -57,7 +61,8 @@ pub fn read_node_counters(sys: &SysRoot) -> Result<Vec<NodeCounters>, SysError> 
     for id in node_ids(sys)? {
         let rel = format!("{NODE_DIR}/node{id}/numastat");
         let text = sys.read(&rel)?.ok_or_else(|| sys.invalid(&rel, "missing"))?;
-        out.push(NodeCounters { id, lines: parse_numastat(&text) });
+        let lines = parse_numastat(&text).map_err(|problem| sys.invalid(&rel, problem))?;
+        out.push(NodeCounters { id, lines });
     }
     Ok(out)
 }
@@ -87,10 +92,13 @@ mod tests {
 
     #[test]
     fn parse_and_rates() {
-        let a = NodeCounters { id: 1, lines: parse_numastat("numa_hit 10\nnuma_miss 2\nbogus\nnew_one 7\n") };
+        let a = NodeCounters { id: 1, lines: parse_numastat("numa_hit 10\nnuma_miss 2\n\nnew_one 7\n").unwrap() };
         assert_eq!(a.lines.len(), 3);
         assert_eq!((a.get("numa_hit"), a.get("new_one"), a.get("other_node")), (Some(10), Some(7), None));
-        let b = NodeCounters { id: 1, lines: parse_numastat("numa_hit 30\nnuma_miss 2\nnew_one 8\n") };
+        let b = NodeCounters { id: 1, lines: parse_numastat("numa_hit 30\nnuma_miss 2\nnew_one 8\n").unwrap() };
+        for bad in ["bogus", "numa_hit -5", "numa_hit x", "numa_hit 18446744073709551616", "numa_hit 1 2"] {
+            assert!(parse_numastat(bad).unwrap_err().contains(&format!("{bad:?}")), "{bad}");
+        }
         let r = node_rates(&[a], &[b], Duration::from_secs(4));
         assert_eq!(r[0].rates[0], ("numa_hit".to_string(), Rate { delta: 20, per_sec: 5.0 }));
     }

@@ -54,7 +54,7 @@ mod tests {
             let (busy, idle) = if i == 0 { (75, 25) } else { (0, 100) };
             b.push_str(&format!("cpu{c} {busy} 0 0 {idle} 0 0 0 0\n"));
         }
-        let r = node_busy(&topo, &parse_stat(&a), &parse_stat(&b));
+        let r = node_busy(&topo, &parse_stat(&a).unwrap(), &parse_stat(&b).unwrap());
         assert_eq!(r.len(), ids.len());
         let want = 75.0 / (100.0 * cpus0.len() as f64);
         assert!((r[0].1.expect("busy") - want).abs() < 1e-12);

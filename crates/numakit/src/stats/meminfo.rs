@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::counters::NODE_DIR;
-use crate::sys::{parse_kv_lines, SysError, SysRoot};
+use crate::sys::{SysError, SysRoot};
 use crate::topo::HugePages;
 
 /// One node's memory.
@@ -70,14 +70,14 @@ pub fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysErr
 pub fn read_node_meminfo(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
     let ids = sys.numbered_entries(NODE_DIR, "node")?;
     if ids.is_empty() {
-        let lines = sys.read("proc/meminfo")?.map(|t| parse_kv_lines(&t)).unwrap_or_default();
+        let lines = sys.read_meminfo("proc/meminfo")?.unwrap_or_default();
         let hugepages = read_hugepages(sys, "sys/kernel/mm/hugepages")?;
         return Ok(vec![NodeMeminfo { id: 0, lines, hugepages }]);
     }
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let d = format!("{NODE_DIR}/node{id}");
-        let lines = sys.read(format!("{d}/meminfo"))?.map(|t| parse_kv_lines(&t)).unwrap_or_default();
+        let lines = sys.read_meminfo(format!("{d}/meminfo"))?.unwrap_or_default();
         let hugepages = read_hugepages(sys, &format!("{d}/hugepages"))?;
         out.push(NodeMeminfo { id, lines, hugepages });
     }
@@ -96,8 +96,7 @@ pub fn read_node_free(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
     let mut out = Vec::with_capacity(files.len());
     for (id, rel) in files {
         let lines = sys
-            .read(&rel)?
-            .map(|t| parse_kv_lines(&t))
+            .read_meminfo(&rel)?
             .unwrap_or_default()
             .into_iter()
             .filter(|(k, _)| k == "MemTotal" || k == "MemFree")

@@ -6,15 +6,27 @@
 //! files the kernel may omit (missing is `Ok(None)`, never an error) and
 //! files that cannot be read (an error naming the file). It never decides
 //! anything and never writes.
+//!
+//! It also holds against a hostile root (a crafted dump): only regular
+//! files are read (a FIFO would hang the reader, a link to `/dev/zero`
+//! would read until memory runs out), at most [`MAX_FILE_BYTES`] of each,
+//! and values quoted in errors are one bounded line ([`crate::text`]).
 
 pub mod kept;
 pub mod stat;
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::sets::{IdSet, Kind};
+use crate::text::{one_line, quote, QUOTE_MAX_CHARS};
+
+/// The most read of one file: far above any kernel file numakit reads
+/// (the `numa_maps` of a process with a million mappings is ~100 MiB,
+/// which numakit would not want in memory at once either).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// Environment variable that selects another root (like `--sysroot`).
 pub const SYSROOT_ENV: &str = "NUMAKIT_SYSROOT";
@@ -114,16 +126,30 @@ impl SysRoot {
 
     /// Reads a whole file as text, without trailing whitespace and NULs.
     /// `Ok(None)` if the file (or a folder on its path) does not exist.
+    /// Only regular files are read (anything else is
+    /// [`SysError::Invalid`]), and at most [`MAX_FILE_BYTES`] of them.
     pub fn read(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysError> {
+        let rel = rel.as_ref();
         let path = self.path(rel);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                Ok(Some(text.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string()))
-            }
-            Err(e) if is_missing(&e) => Ok(None),
-            Err(source) => Err(SysError::Io { path, source }),
+        let io = |source| SysError::Io { path: path.clone(), source };
+        // O_NONBLOCK: opening a FIFO must not wait for a writer; it is
+        // refused below by its type. Regular files ignore the flag.
+        let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path) {
+            Ok(f) => f,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(source) => return Err(io(source)),
+        };
+        let kind = file.metadata().map_err(io)?.file_type();
+        if !kind.is_file() {
+            return Err(self.invalid(rel, format!("not a regular file ({})", file_kind(&kind))));
         }
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(self.invalid(rel, format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        Ok(Some(text.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string()))
     }
 
     /// Like [`SysRoot::read`], treating an empty file as missing.
@@ -136,7 +162,9 @@ impl SysRoot {
         let rel = rel.as_ref();
         match self.read_nonempty(rel)? {
             None => Ok(None),
-            Some(t) => parse_u64(&t).map(Some).ok_or_else(|| self.invalid(rel, format!("\"{t}\" is not a number"))),
+            Some(t) => {
+                parse_u64(&t).map(Some).ok_or_else(|| self.invalid(rel, format!("{} is not a number", quote(&t))))
+            }
         }
     }
 
@@ -145,7 +173,9 @@ impl SysRoot {
         let rel = rel.as_ref();
         match self.read_nonempty(rel)? {
             None => Ok(None),
-            Some(t) => t.trim().parse().map(Some).map_err(|_| self.invalid(rel, format!("\"{t}\" is not a number"))),
+            Some(t) => {
+                t.trim().parse().map(Some).map_err(|_| self.invalid(rel, format!("{} is not a number", quote(&t))))
+            }
         }
     }
 
@@ -230,9 +260,44 @@ impl SysRoot {
         self.path(rel).symlink_metadata().is_ok()
     }
 
+    /// Reads a `meminfo` file (`/proc/meminfo` or a node's) as
+    /// [`parse_kv_lines`] pairs, refusing what the kernel cannot write: a
+    /// unit other than kB, and `MemFree` above `MemTotal`.
+    pub fn read_meminfo(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<(String, u64)>>, SysError> {
+        let rel = rel.as_ref();
+        let Some(text) = self.read(rel)? else { return Ok(None) };
+        let kv = parse_kv_lines(&text).map_err(|problem| self.invalid(rel, problem))?;
+        let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+        if let (Some(total), Some(free)) = (get("MemTotal"), get("MemFree")) {
+            if free > total {
+                return Err(self.invalid(rel, format!("MemFree ({free} bytes) is more than MemTotal ({total} bytes)")));
+            }
+        }
+        Ok(Some(kv))
+    }
+
     /// An [`SysError::Invalid`] for `rel`.
+    /// The problem is made one bounded line ([`crate::text::one_line`]):
+    /// it may quote what a crafted file holds.
     pub fn invalid(&self, rel: impl AsRef<Path>, problem: impl Into<String>) -> SysError {
-        SysError::Invalid { path: self.path(rel), problem: problem.into() }
+        SysError::Invalid { path: self.path(rel), problem: one_line(&problem.into(), 4 * QUOTE_MAX_CHARS) }
+    }
+}
+
+fn file_kind(t: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a folder"
+    } else {
+        "not a file"
     }
 }
 
@@ -251,26 +316,29 @@ pub fn parse_u64(t: &str) -> Option<u64> {
 
 /// Parses `Key: value [kB]` lines (`/proc/meminfo`, node `meminfo` whose
 /// lines start with `Node N `, `/proc/PID/status`) into (key, number)
-/// pairs; values with a `kB` unit are returned in bytes.
-pub fn parse_kv_lines(text: &str) -> Vec<(String, u64)> {
+/// pairs; values with a `kB` unit are returned in bytes. Lines without a
+/// number are skipped; a number with another unit, or one whose bytes do
+/// not fit 64 bits, is an error quoting the line (never read as bytes).
+pub fn parse_kv_lines(text: &str) -> Result<Vec<(String, u64)>, String> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let line = line.trim_start();
+        let trimmed = line.trim_start();
         // Node meminfo: "Node 0 MemTotal:  123 kB"
-        let line = match line.strip_prefix("Node ") {
+        let l = match trimmed.strip_prefix("Node ") {
             Some(rest) => rest.split_once(' ').map_or(rest, |(_, r)| r),
-            None => line,
+            None => trimmed,
         };
-        let Some((key, val)) = line.split_once(':') else { continue };
+        let Some((key, val)) = l.split_once(':') else { continue };
         let mut parts = val.split_whitespace();
         let Some(num) = parts.next().and_then(parse_u64) else { continue };
         let bytes = match parts.next() {
-            Some("kB") => num.saturating_mul(1024),
-            _ => num,
+            Some("kB") => num.checked_mul(1024).ok_or_else(|| format!("{} does not fit 64 bits", quote(line)))?,
+            None => num,
+            Some(unit) => return Err(format!("{}: unit {} is not the kernel's kB", quote(line), quote(unit))),
         };
         out.push((key.trim().to_string(), bytes));
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -310,11 +378,42 @@ mod tests {
     }
 
     #[test]
-    fn unreadable_is_an_error_naming_the_file() {
-        // A folder where a file is expected gives EISDIR, which root cannot bypass.
-        let (_d, r) = root_with(&[("sys/dir/x", b"1")]);
+    fn only_regular_files_are_read() {
+        let (d, r) = root_with(&[("sys/dir/x", b"1")]);
         let e = r.read("sys/dir").unwrap_err().to_string();
-        assert!(e.starts_with("cannot read ") && e.contains("sys/dir"), "{e}");
+        assert!(e.contains("sys/dir: not a regular file (a folder)"), "{e}");
+        // A FIFO would hang a plain read (no writer ever comes).
+        let fifo = d.path().join("sys/fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = r.read("sys/fifo").unwrap_err().to_string();
+        assert!(e.ends_with("sys/fifo: not a regular file (a FIFO)"), "{e}");
+        // A link to /dev/zero would read until memory runs out.
+        std::os::unix::fs::symlink("/dev/zero", d.path().join("sys/zero")).expect("link");
+        let e = r.read_list::<crate::sets::Cpu>("sys/zero").unwrap_err().to_string();
+        assert!(e.ends_with("sys/zero: not a regular file (a character device)"), "{e}");
+    }
+
+    #[test]
+    fn files_beyond_the_limit_are_refused() {
+        let (d, r) = root_with(&[("sys/big", b"")]);
+        let f = fs::File::options().write(true).open(d.path().join("sys/big")).expect("open");
+        f.set_len(MAX_FILE_BYTES + 1).expect("sparse file");
+        let e = r.read("sys/big").unwrap_err().to_string();
+        assert!(e.ends_with("sys/big: larger than 64 MiB"), "{e}");
+    }
+
+    #[test]
+    fn quoted_values_are_one_bounded_line() {
+        let evil = format!("{}\n", "\x1b]0;pwned\x07\n".repeat(100_000));
+        let (_d, r) = root_with(&[("sys/n", evil.as_bytes()), ("sys/m", evil.as_bytes())]);
+        for e in [r.read_u64("sys/n").unwrap_err(), r.read_mask::<crate::sets::Cpu>("sys/m").unwrap_err()] {
+            let e = e.to_string();
+            assert!(e.len() < 800, "{} bytes", e.len());
+            assert!(!e.contains('\n') && !e.contains('\x1b') && !e.contains('\x07'), "{e}");
+            assert!(e.contains("\\u{1b}]0;pwned"), "{e}");
+        }
     }
 
     #[test]
@@ -350,8 +449,11 @@ mod tests {
     #[test]
     fn kv_lines() {
         let kv = parse_kv_lines("Node 0 MemTotal:       8386704 kB\nNode 0 HugePages_Total:     3\nbad line\n");
-        assert_eq!(kv, vec![("MemTotal".to_string(), 8386704 * 1024), ("HugePages_Total".to_string(), 3)]);
+        assert_eq!(kv, Ok(vec![("MemTotal".to_string(), 8386704 * 1024), ("HugePages_Total".to_string(), 3)]));
         let kv = parse_kv_lines("MemFree:  12 kB\n");
-        assert_eq!(kv, vec![("MemFree".to_string(), 12 * 1024)]);
+        assert_eq!(kv, Ok(vec![("MemFree".to_string(), 12 * 1024)]));
+        let e = parse_kv_lines("Node 1 MemFree:  12 MB\n").unwrap_err();
+        assert!(e.contains("unit \"MB\" is not the kernel's kB"), "{e}");
+        assert!(parse_kv_lines("MemTotal: 18446744073709551615 kB\n").unwrap_err().contains("does not fit"));
     }
 }

@@ -19,30 +19,41 @@ pub struct CpuTicks {
 /// Per-CPU ticks keyed by CPU id.
 pub type CpuSample = BTreeMap<u32, CpuTicks>;
 
-/// Parses `/proc/stat` text.
-pub fn parse_stat(text: &str) -> CpuSample {
+/// Parses `/proc/stat` text. A `cpuN` line must hold at least four
+/// counts (user nice system idle), all numbers; text without any `cpuN`
+/// line is not `/proc/stat`. Errors quote the line.
+pub fn parse_stat(text: &str) -> Result<CpuSample, String> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("cpu") else { continue };
-        let mut f = rest.split_whitespace();
-        let Some(id) = f.next().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
-        if v.len() < 4 {
+        if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            // The `cpu` total line.
             continue;
+        }
+        let mut f = rest.split_whitespace();
+        let Some(id) = f.next() else { continue };
+        let bad = || format!("{} is not a CPU's time counters", crate::text::quote(line));
+        let id: u32 = id.parse().map_err(|_| bad())?;
+        let v: Vec<u64> = f.map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
+        if v.len() < 4 {
+            return Err(bad());
         }
         // user nice system idle iowait irq softirq steal (guest, guest_nice
         // are included in user/nice).
-        let total = v.iter().take(8).sum();
-        let idle = v[3] + v.get(4).copied().unwrap_or(0);
+        let total = v.iter().take(8).try_fold(0u64, |a, x| a.checked_add(*x)).ok_or_else(bad)?;
+        let idle = v[3].checked_add(v.get(4).copied().unwrap_or(0)).ok_or_else(bad)?;
         out.insert(id, CpuTicks { idle, total });
     }
-    out
+    if out.is_empty() {
+        return Err("no cpuN lines".into());
+    }
+    Ok(out)
 }
 
 /// Reads `/proc/stat`.
 pub fn read_cpu_sample(sys: &SysRoot) -> Result<CpuSample, SysError> {
     let text = sys.read("proc/stat")?.ok_or_else(|| sys.invalid("proc/stat", "missing"))?;
-    Ok(parse_stat(&text))
+    parse_stat(&text).map_err(|problem| sys.invalid("proc/stat", problem))
 }
 
 /// Idle share (0..=1) of each CPU between two samples; CPUs whose counters
@@ -70,8 +81,11 @@ mod tests {
 
     #[test]
     fn idle_between_samples() {
-        let a = parse_stat("cpu  1 2 3 4\ncpu0 100 0 0 900 0 0 0 0 0 0\ncpu1 500 0 0 500 0 0 0 0\nintr 5\n");
-        let b = parse_stat("cpu0 110 0 0 990 0 0 0 0 0 0\ncpu1 590 0 0 510 0 0 0 0\n");
+        let a = parse_stat("cpu  1 2 3 4\ncpu0 100 0 0 900 0 0 0 0 0 0\ncpu1 500 0 0 500 0 0 0 0\nintr 5\n").unwrap();
+        let b = parse_stat("cpu0 110 0 0 990 0 0 0 0 0 0\ncpu1 590 0 0 510 0 0 0 0\n").unwrap();
+        for bad in ["cpu0 1 2 x 4", "cpu0 1 2 3", "cpu0 1 2 3 -4", "garbage\nmore garbage", ""] {
+            assert!(parse_stat(bad).is_err(), "{bad:?}");
+        }
         let s = idle_share(&a, &b);
         assert!((s[&0] - 0.9).abs() < 1e-9 && (s[&1] - 0.1).abs() < 1e-9);
         assert_eq!(idle_cpus(&a, &b, 0.5).to_list(), "0");

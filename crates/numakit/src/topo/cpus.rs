@@ -43,8 +43,32 @@ pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
         }
     };
     let possible = possible.union(&online);
+    if let Some(max) = possible.iter().last().filter(|&m| m >= MAX_CPUS) {
+        let file = if online.contains(max) { "online" } else { "possible" };
+        return Err(sys.invalid(
+            format!("{CPU_DIR}/{file}"),
+            format!("CPU {max} is beyond any kernel's limit (CPU ids are below {MAX_CPUS})"),
+        ));
+    }
+    // Every online CPU has its `cpuN` folder; a list far beyond the
+    // folders is not this machine's (listed only for large lists, to keep
+    // the launch path's reads as they are).
+    if online.len() > 1024 {
+        let dirs = dirs()?;
+        let without = online.difference(&dirs).len();
+        if without > dirs.len() {
+            return Err(sys.invalid(
+                format!("{CPU_DIR}/online"),
+                format!("lists {} CPUs but only {} have a cpuN folder", online.len(), dirs.len()),
+            ));
+        }
+    }
     Ok(CpuSets { possible, online, online_file })
 }
+
+/// CPU ids are below this: twice the largest `NR_CPUS` any architecture's
+/// kernel configuration allows today (8,192).
+pub const MAX_CPUS: u32 = 16_384;
 
 fn opt_id(v: Option<i64>) -> Option<u32> {
     v.and_then(|x| u32::try_from(x).ok())

@@ -5,9 +5,13 @@ use std::collections::BTreeMap;
 
 use super::{AccessClass, HugePages, Node, NodeMemory};
 use crate::sets::{CpuSet, NodeSet};
-use crate::sys::{parse_kv_lines, SysError, SysRoot};
+use crate::sys::{SysError, SysRoot};
 
 const NODE_DIR: &str = "sys/devices/system/node";
+
+/// Node ids are below this: the kernel's `MAX_NUMNODES` at its largest
+/// (`NODES_SHIFT` = 10).
+pub const MAX_NODES: u32 = 1024;
 const TIER_DIR: &str = "sys/devices/virtual/memory_tiering";
 
 /// Reads every node. Without a node folder the machine is one node 0
@@ -16,6 +20,12 @@ const TIER_DIR: &str = "sys/devices/virtual/memory_tiering";
 /// path and `--hardware`): no huge pages, HMAT or tiers.
 pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) -> Result<(bool, Vec<Node>), SysError> {
     let ids = sys.numbered_entries(NODE_DIR, "node")?;
+    if let Some(&max) = ids.last().filter(|&&m| m >= MAX_NODES) {
+        return Err(sys.invalid(
+            format!("{NODE_DIR}/node{max}"),
+            format!("node {max} is beyond the kernel's limit (node ids are below {MAX_NODES})"),
+        ));
+    }
     if ids.is_empty() {
         let memory = read_meminfo(sys, "proc/meminfo")?;
         let hugepages = read_hugepages(sys, "sys/kernel/mm/hugepages")?;
@@ -41,7 +51,18 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) ->
     let mut nodes = Vec::with_capacity(ids.len());
     for id in ids {
         let d = format!("{NODE_DIR}/node{id}");
-        let cpus = sys.read_list_or_mask(format!("{d}/cpulist"), format!("{d}/cpumap"))?.unwrap_or_default();
+        let cpus: CpuSet = sys.read_list_or_mask(format!("{d}/cpulist"), format!("{d}/cpumap"))?.unwrap_or_default();
+        let file = || if sys.exists(format!("{d}/cpulist")) { format!("{d}/cpulist") } else { format!("{d}/cpumap") };
+        let stray = cpus.difference(possible_cpus);
+        if let Some(c) = stray.iter().next() {
+            return Err(sys.invalid(
+                file(),
+                format!("lists CPU {c}, which is not a possible CPU of this machine (cpu/possible)"),
+            ));
+        }
+        // The same CPU in two nodes is not refused: the kernel does say it
+        // on machines whose firmware tables are wrong (hwloc's
+        // `8em64t-2s2ca2c-buggynuma` dump), and on heterogeneous memory.
         let memory = read_meminfo(sys, &format!("{d}/meminfo"))?;
         nodes.push(Node {
             id,
@@ -60,8 +81,8 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) ->
 }
 
 fn read_meminfo(sys: &SysRoot, rel: &str) -> Result<Option<NodeMemory>, SysError> {
-    let Some(text) = sys.read(rel)? else { return Ok(None) };
-    let kv: BTreeMap<String, u64> = parse_kv_lines(&text).into_iter().collect();
+    let Some(kv) = sys.read_meminfo(rel)? else { return Ok(None) };
+    let kv: BTreeMap<String, u64> = kv.into_iter().collect();
     let Some(&total) = kv.get("MemTotal") else {
         return Err(sys.invalid(rel, "no MemTotal line"));
     };
