@@ -70,6 +70,19 @@ pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
 /// kernel configuration allows today (8,192).
 pub const MAX_CPUS: u32 = 16_384;
 
+/// A CPU set from a list file or, without it, a mask file, refused when
+/// it names a CPU the machine cannot have (not in `cpu/possible`).
+fn cpus_within(sys: &SysRoot, list: &str, mask: &str, possible: &CpuSet) -> Result<Option<CpuSet>, SysError> {
+    let Some(set) = sys.read_list_or_mask(list, mask)? else { return Ok(None) };
+    match set.difference(possible).iter().next() {
+        None => Ok(Some(set)),
+        Some(c) => {
+            let file = if sys.exists(list) { list } else { mask };
+            Err(sys.invalid(file, format!("lists CPU {c}, which is not a possible CPU of this machine (cpu/possible)")))
+        }
+    }
+}
+
 fn opt_id(v: Option<i64>) -> Option<u32> {
     v.and_then(|x| u32::try_from(x).ok())
 }
@@ -95,14 +108,16 @@ pub(super) fn read_cpus(sys: &SysRoot, sets: &CpuSets, nodes: &[Node]) -> Result
     let mut raw = Vec::with_capacity(sets.possible.len());
     for id in sets.possible.iter() {
         let t = format!("{CPU_DIR}/cpu{id}/topology");
-        let siblings = match sys.read_list_or_mask(format!("{t}/core_cpus_list"), format!("{t}/core_cpus"))? {
+        let set =
+            |list: &str, mask: &str| cpus_within(sys, &format!("{t}/{list}"), &format!("{t}/{mask}"), &sets.possible);
+        let siblings = match set("core_cpus_list", "core_cpus")? {
             Some(s) => Some(s),
-            None => sys.read_list_or_mask(format!("{t}/thread_siblings_list"), format!("{t}/thread_siblings"))?,
+            None => set("thread_siblings_list", "thread_siblings")?,
         }
         .filter(|s| s.contains(id));
-        let pkg_set = match sys.read_list_or_mask(format!("{t}/package_cpus_list"), format!("{t}/package_cpus"))? {
+        let pkg_set = match set("package_cpus_list", "package_cpus")? {
             Some(s) => Some(s),
-            None => sys.read_list_or_mask(format!("{t}/core_siblings_list"), format!("{t}/core_siblings"))?,
+            None => set("core_siblings_list", "core_siblings")?,
         }
         .filter(|s| s.contains(id));
         raw.push(Raw {
@@ -187,7 +202,7 @@ pub(super) fn packages(cpus: &[Cpu]) -> Vec<Package> {
 
 /// Reads `cpuN/cache/indexK` of every online CPU, deduplicated by level,
 /// kind and sharing set.
-pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, SysError> {
+pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet, possible: &CpuSet) -> Result<Vec<Cache>, SysError> {
     let mut seen: BTreeMap<(u32, String, CpuSet), Cache> = BTreeMap::new();
     // CPUs already covered by a cache found at `indexK`: their `indexK` is
     // that same cache, so it is not read again (a 256-CPU machine reads
@@ -202,8 +217,7 @@ pub(super) fn read_caches(sys: &SysRoot, online: &CpuSet) -> Result<Vec<Cache>, 
             let d = format!("{dir}/index{idx}");
             let Some(level) = sys.read_u64(format!("{d}/level"))? else { continue };
             let kind = sys.read_nonempty(format!("{d}/type"))?.unwrap_or_else(|| "Unified".into());
-            let cpus = sys
-                .read_list_or_mask(format!("{d}/shared_cpu_list"), format!("{d}/shared_cpu_map"))?
+            let cpus = cpus_within(sys, &format!("{d}/shared_cpu_list"), &format!("{d}/shared_cpu_map"), possible)?
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| std::iter::once(cpu).collect());
             let e = covered.entry(idx).or_default();

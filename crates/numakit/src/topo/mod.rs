@@ -215,7 +215,7 @@ impl Topology {
         let (distances, has_distances) = nodes::read_distances(sys, &mut nodes, numa_info)?;
         let cpus = cpus::read_cpus(sys, &cpuset, &nodes)?;
         let packages = cpus::packages(&cpus);
-        let caches = cpus::read_caches(sys, &cpuset.online)?;
+        let caches = cpus::read_caches(sys, &cpuset.online, &cpuset.possible)?;
         let pci_devices = devices::read_pci(sys)?;
         let allowed = allowed::read_allowed(sys, &cpuset.online, &nodes)?;
         Ok(Topology {
