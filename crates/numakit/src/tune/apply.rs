@@ -257,7 +257,17 @@ fn revert_targets(sys: &SysRoot, state: &State) -> (Vec<(Write, bool)>, Vec<Stri
             continue;
         }
         if o.value.is_empty() || o.value.contains(['\n', '\0']) {
-            failures.push(format!("{}: saved value {:?} is not one value; left alone", o.knob, o.value));
+            failures.push(format!(
+                "{}: saved value {} is not one value; left alone",
+                o.knob,
+                crate::text::quote(&o.value)
+            ));
+            continue;
+        }
+        // The state file is checked as `set` checks what a user types: a
+        // tampered or corrupted file must not write what set never would.
+        if let Err(why) = knob.validate(&o.value) {
+            failures.push(format!("{}: saved value {} {why}; left alone", o.knob, crate::text::quote(&o.value)));
             continue;
         }
         let mut w = Write {
@@ -336,6 +346,23 @@ mod tests {
         assert!(!st.exists(), "state removed after a full revert");
         let again = revert(&sys, opts(&st)).expect("revert");
         assert!(!again.had_state);
+    }
+
+    #[test]
+    fn revert_checks_saved_values_as_set_does() {
+        let (d, sys) = fake_root();
+        let st = d.path().join("s.json");
+        set(&sys, &st, &[("autonuma", "0"), ("zone_reclaim_mode", "1")]).expect("apply");
+        // A tampered state file: an original no `set` would write.
+        let text = fs::read_to_string(&st).expect("read");
+        let tampered = text.replacen("\"value\": \"1\"", "\"value\": \"99\"", 1);
+        assert_ne!(text, tampered, "the state holds numa_balancing's original 1");
+        fs::write(&st, tampered).expect("write");
+        let e = revert(&sys, opts(&st)).unwrap_err().to_string();
+        assert!(e.contains("kernel.numa_balancing: saved value \"99\" must be an integer from 0 to"), "{e}");
+        assert_eq!(value(&sys, "autonuma"), "0", "not written");
+        assert_eq!(value(&sys, "zone_reclaim_mode"), "0", "the valid original is restored");
+        assert!(st.exists(), "kept for another try");
     }
 
     #[test]

@@ -169,7 +169,8 @@ pub struct Lock {
 
 impl Lock {
     /// Takes the lock without waiting; fails when another `numakit tune`
-    /// holds it. Creates the state file's folder.
+    /// holds it. Creates the state file's folder, and removes the
+    /// temporary files of writers killed during a save.
     pub fn acquire(state_path: &Path) -> Result<Lock, TuneError> {
         let mut name = state_path.as_os_str().to_owned();
         name.push(".lock");
@@ -190,6 +191,9 @@ impl Lock {
             };
             return Err(state_error(state_path, why));
         }
+        // Under the lock no live numakit writes the state: what a killed
+        // one left of its atomic save (`.NAME.tmp.PID`) can go.
+        files::remove_stale_temps(state_path);
         Ok(Lock { _file: file })
     }
 }
@@ -202,6 +206,19 @@ pub fn now_utc() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lock_cleans_what_a_killed_save_left() {
+        let d = tempfile::tempdir().unwrap();
+        let st = d.path().join("tune-state.json");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let left = d.path().join(format!(".tune-state.json.tmp.{dead}"));
+        fs::write(&left, "{").unwrap();
+        let _lock = Lock::acquire(&st).unwrap();
+        assert!(!left.exists());
+    }
 
     fn orig(knob: &str, value: &str) -> Original {
         Original { knob: knob.into(), path: format!("proc/sys/{knob}"), value: value.into(), saved: String::new() }
