@@ -134,6 +134,14 @@ fn control_socket_answers_root_and_refuses_others() {
     let mode = std::fs::metadata(&sock).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
     assert_eq!(mode.ok(), Some(0o660));
     if unsafe { libc::geteuid() } == 0 && Path::new("/usr/bin/setpriv").exists() {
+        // Kept out by the file mode: said as a permission problem, not as
+        // a missing daemon.
+        let o = Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", NK, "ctl", "--socket", s, "status"])
+            .output()
+            .expect("setpriv");
+        one_line_error(&o, 1, "permission denied on ");
+        assert!(!text(&o.stderr).contains("no numakit daemon"), "{}", text(&o.stderr));
         std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o666)).expect("chmod");
         let o = Command::new("/usr/bin/setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", NK, "ctl", "--socket", s, "status"])

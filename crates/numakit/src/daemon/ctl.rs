@@ -169,7 +169,14 @@ pub enum ClientError {
 
 /// Sends one request and reads the response.
 pub fn request(socket: &Path, req: &Request, timeout: Duration) -> Result<Response, ClientError> {
-    let s = UnixStream::connect(socket).map_err(|e| ClientError::NoDaemon(socket.display().to_string(), e))?;
+    let s = UnixStream::connect(socket).map_err(|e| match e.kind() {
+        // The daemon is there, the socket file's mode keeps us out.
+        std::io::ErrorKind::PermissionDenied => ClientError::Io(format!(
+            "permission denied on {}: only root and the daemon's ctl_group may use it",
+            socket.display()
+        )),
+        _ => ClientError::NoDaemon(socket.display().to_string(), e),
+    })?;
     s.set_read_timeout(Some(timeout)).ok();
     s.set_write_timeout(Some(timeout)).ok();
     let mut text = serde_json::to_string(req).map_err(|e| ClientError::Io(e.to_string()))?;
