@@ -103,32 +103,6 @@ fn no_contention_is_a_diagnostic_that_removes_saturation() {
 }
 
 #[test]
-fn bandwidth_is_an_experiment_that_changes_only_numakit() {
-    let policies = |extra: &[&str]| -> Vec<(String, f64)> {
-        let mut args = vec!["simulate", "--scenario", "random-reco-79", "--json"];
-        args.extend_from_slice(extra);
-        let o = nk(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: Value = serde_json::from_slice(&o.stdout).expect("json");
-        let p = v["scenarios"][0]["policies"].as_array().expect("policies").clone();
-        p.iter()
-            .map(|x| (x["policy"].as_str().unwrap_or("").to_string(), x["throughput"].as_f64().unwrap_or(0.0)))
-            .collect()
-    };
-    let (off, on) = (policies(&[]), policies(&["--bandwidth"]));
-    assert_eq!(off.len(), on.len());
-    for ((name, a), (_, b)) in off.iter().zip(&on) {
-        if name == "numakit" {
-            // Memory-bound jobs on saturated nodes: told the bandwidth, the
-            // daemon places them otherwise (docs/simulate.md, change 20).
-            assert!((a - b).abs() > 1e-6 * a, "numakit {a} without, {b} with --bandwidth");
-        } else {
-            assert_eq!(a, b, "{name} changed with --bandwidth");
-        }
-    }
-}
-
-#[test]
 fn traces_a_scenario_and_agrees_with_the_report() {
     // The JSON trace: the asked policies in order, their results equal to the
     // report's for the same scenario, every bind of the run in the events.

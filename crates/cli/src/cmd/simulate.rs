@@ -43,12 +43,6 @@ pub struct SimulateArgs {
     /// from bandwidth, which numakit's daemon is not told).
     #[arg(long)]
     pub no_contention: bool,
-    /// An experiment, not the daemon's default: numakit's daemon is told
-    /// each node's bandwidth and each process's memory traffic and lets
-    /// them enter its decisions (`use_bandwidth`; docs/simulate.md, change
-    /// 20, tried and not kept).
-    #[arg(long)]
-    pub bandwidth: bool,
     /// Trace the scenario given with --scenario: every job start and end,
     /// every action each policy applied with its reason, and the work rate
     /// of every minute side by side (with --json, as JSON).
@@ -82,7 +76,6 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
     if args.no_contention {
         settings.cost.bw_per_stall_gbs = 0.0;
     }
-    settings.config.use_bandwidth = args.bandwidth;
     if args.trace {
         return trace(&mut out, args, &settings);
     }

@@ -77,11 +77,6 @@ pub enum Why {
         /// horizon below the process's age (0: the horizon is the age).
         #[serde(default)]
         horizon_runs: u32,
-        /// Expected change in the other processes' progress through the
-        /// memory bandwidth the move uses or frees, CPUs (0 when bandwidth
-        /// is not known).
-        #[serde(default)]
-        others_cpus: f64,
     },
     /// Pages still owed by an earlier move, within this scan's budget.
     Pending {
@@ -200,24 +195,17 @@ impl fmt::Display for Why {
                 cost_s,
                 horizon_s,
                 horizon_runs,
-                others_cpus,
-            } => {
-                write!(
-                    f,
-                    "access-time ratio {ratio_now:.2} -> {ratio_after:.2} with {:.0}% of cycles stalled on memory \
+            } => write!(
+                f,
+                "access-time ratio {ratio_now:.2} -> {ratio_after:.2} with {:.0}% of cycles stalled on memory \
                      ({}): expected {:+.1}% progress ({:.1}% of it protection from drift), {benefit_s:.0} CPU-s \
                      gained over {horizon_s:.0} s{} against {cost_s:.1} CPU-s to move pages",
-                    stall_share * 100.0,
-                    if *measured { "measured" } else { "assumed" },
-                    gain * 100.0,
-                    drift_protection * 100.0,
-                    horizon_source(*horizon_runs)
-                )?;
-                if *others_cpus != 0.0 {
-                    write!(f, ", others {others_cpus:+.2} CPUs through memory bandwidth")?;
-                }
-                Ok(())
-            }
+                stall_share * 100.0,
+                if *measured { "measured" } else { "assumed" },
+                gain * 100.0,
+                drift_protection * 100.0,
+                horizon_source(*horizon_runs)
+            ),
             Why::Pending { left_pages } => write!(f, "continuing an earlier move, {left_pages} pages left after this"),
             Why::Harm { before, after, locality_before, locality_after } => write!(
                 f,

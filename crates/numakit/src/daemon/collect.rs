@@ -469,7 +469,6 @@ impl Collector {
                 age_s,
                 progress: Progress { cpu_rate: cpu_use, instr_rate },
                 mem_stall_share: None,
-                mem_traffic: None,
             },
             entry,
             fresh,

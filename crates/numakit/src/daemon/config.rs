@@ -35,12 +35,6 @@ pub struct Config {
     /// Allow moving memory to CPU-less memory nodes (CXL, HBM, slow tiers).
     /// CPUs are never placed there. Off by default.
     pub use_cpuless_memory: bool,
-    /// Let memory bandwidth enter decisions when the machine's bandwidth is
-    /// measured and processes' memory traffic is counted: contention on
-    /// saturated nodes in the access-time ratios, and what a move costs
-    /// the other processes there (`daemon::bandwidth`). Off: tried in the
-    /// simulator and not kept (docs/simulate.md, change 20).
-    pub use_bandwidth: bool,
     /// Memory left free on a target node. 100 MB: numad's `MBS_MARGIN`.
     pub mem_margin_bytes: u64,
     /// Calibration of firmware distances when no measured ratios are given:
@@ -123,7 +117,6 @@ impl Default for Config {
             exclude_uids: Vec::new(),
             manage_owner_pinned: false,
             use_cpuless_memory: false,
-            use_bandwidth: false,
             mem_margin_bytes: 100 * 1_000_000,
             slit_at: 21,
             ratio_at: 131.0 / 81.0,

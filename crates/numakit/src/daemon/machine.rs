@@ -1,7 +1,6 @@
 //! The machine as the decision core sees it: nodes (sparse ids, CPU count,
 //! memory size, each node its own size), the firmware distance matrix, and
-//! optionally measured access-time ratios and memory bandwidth (from
-//! `numakit bench`).
+//! optionally measured access-time ratios (from `numakit bench`).
 //!
 //! Built from a [`Topology`] by the daemon, from a
 //! [`SynthMachine`](crate::topo::synth::SynthMachine) or directly by the
@@ -35,9 +34,6 @@ pub enum MachineError {
     /// A measured ratio is not a positive finite number.
     #[error("measured ratio {0} is not positive and finite")]
     Ratio(f64),
-    /// A measured bandwidth is negative or not finite.
-    #[error("measured bandwidth {0} is not a finite number of bytes per second (0: not measured)")]
-    Bandwidth(f64),
 }
 
 /// The machine: nodes in id order, with distance rows in the same order.
@@ -51,12 +47,6 @@ pub struct Machine {
     /// index `i` to reach memory of node index `j`, relative to the fastest
     /// local access (1.0). `None`: only firmware distances are known.
     pub measured: Option<Vec<Vec<f64>>>,
-    /// Measured memory bandwidth, bytes per second: `bandwidth[i][j]` is
-    /// what the CPUs of node index `i` together stream from memory of node
-    /// index `j` (`numakit bench bandwidth`); 0 where not measured. `None`:
-    /// bandwidth is unknown and plays no part in decisions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bandwidth: Option<Vec<Vec<f64>>>,
 }
 
 impl Machine {
@@ -69,7 +59,7 @@ impl Machine {
         if distances.len() != n || distances.iter().any(|r| r.len() != n) {
             return Err(MachineError::Shape("distance", n));
         }
-        Ok(Self { nodes, distances, measured: None, bandwidth: None })
+        Ok(Self { nodes, distances, measured: None })
     }
 
     /// Adds measured access-time ratios (see [`Machine::measured`]).
@@ -82,19 +72,6 @@ impl Machine {
             return Err(MachineError::Ratio(*bad));
         }
         self.measured = Some(measured);
-        Ok(self)
-    }
-
-    /// Adds measured memory bandwidth (see [`Machine::bandwidth`]).
-    pub fn with_bandwidth(mut self, bandwidth: Vec<Vec<f64>>) -> Result<Self, MachineError> {
-        let n = self.nodes.len();
-        if bandwidth.len() != n || bandwidth.iter().any(|r| r.len() != n) {
-            return Err(MachineError::Shape("bandwidth", n));
-        }
-        if let Some(bad) = bandwidth.iter().flatten().find(|v| !(v.is_finite() && **v >= 0.0)) {
-            return Err(MachineError::Bandwidth(*bad));
-        }
-        self.bandwidth = Some(bandwidth);
         Ok(self)
     }
 
@@ -117,7 +94,7 @@ impl Machine {
         } else {
             (0..k).map(|i| (0..k).map(|j| if i == j { 10 } else { 20 }).collect()).collect()
         };
-        Self { nodes, distances, measured: None, bandwidth: None }
+        Self { nodes, distances, measured: None }
     }
 
     /// The machine of a synthetic description.
@@ -132,7 +109,7 @@ impl Machine {
             })
             .collect();
         let distances = order.iter().map(|&i| order.iter().map(|&j| s.distances[i][j]).collect()).collect();
-        Self { nodes, distances, measured: None, bandwidth: None }
+        Self { nodes, distances, measured: None }
     }
 
     /// Number of nodes.

@@ -58,7 +58,6 @@
 
 mod action;
 pub mod apply;
-mod bandwidth;
 pub mod collect;
 mod config;
 pub mod ctl;

@@ -103,11 +103,6 @@ pub struct ProcInfo {
     pub progress: Progress,
     /// Share of cycles stalled on memory (hardware counters), 0..1.
     pub mem_stall_share: Option<f64>,
-    /// Memory traffic over the window, bytes per second (hardware counters:
-    /// last-level cache misses and write-backs × the line size). `None`
-    /// when not counted.
-    #[serde(default)]
-    pub mem_traffic: Option<f64>,
 }
 
 impl ProcInfo {

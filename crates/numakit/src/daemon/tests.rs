@@ -40,7 +40,6 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], stall: f64) -> ProcInfo {
         age_s: 600.0,
         progress: Progress { cpu_rate: 1.0, instr_rate: Some(1.0) },
         mem_stall_share: Some(stall),
-        mem_traffic: None,
     }
 }
 
@@ -735,25 +734,4 @@ fn our_own_pins_make_room_for_a_bigger_gain() {
     assert_eq!(reverts, 3, "{c:#?}");
     assert!(c.iter().any(|a| a.pid == 9 && a.kind == ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") }));
     assert!(d.history.procs[&1].placement.is_none());
-}
-
-#[test]
-fn measured_bandwidth_is_checked_and_serialised_only_when_given() {
-    let m = Machine::new(
-        vec![MachineNode { id: 0, cpus: 4, mem_bytes: 1 << 30 }, MachineNode { id: 2, cpus: 0, mem_bytes: 1 << 30 }],
-        vec![vec![10, 20], vec![20, 10]],
-    )
-    .expect("machine");
-    // Not part of the JSON until measured (older state files stay as they were).
-    assert!(!serde_json::to_string(&m).expect("json").contains("bandwidth"));
-    assert_eq!(m.clone().with_bandwidth(vec![vec![1e9; 2]]), Err(MachineError::Shape("bandwidth", 2)));
-    assert_eq!(m.clone().with_bandwidth(vec![vec![40e9, -1.0], vec![0.0, 0.0]]), Err(MachineError::Bandwidth(-1.0)));
-    assert!(matches!(
-        m.clone().with_bandwidth(vec![vec![40e9, f64::NAN], vec![0.0, 0.0]]),
-        Err(MachineError::Bandwidth(x)) if x.is_nan()
-    ));
-    // 0: a pair not measured (the CPU-less node has no CPUs to measure from).
-    let mb = m.with_bandwidth(vec![vec![40e9, 20e9], vec![0.0, 0.0]]).expect("bandwidth");
-    let back: Machine = serde_json::from_str(&serde_json::to_string(&mb).expect("json")).expect("parse");
-    assert_eq!(back, mb);
 }

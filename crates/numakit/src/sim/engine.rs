@@ -98,8 +98,6 @@ struct Job {
     w_wait: f64,
     w_work: f64,
     w_meff: f64,
-    /// Memory traffic, GB (what a counter of cache misses would see).
-    w_traffic: f64,
     w_time: f64,
     w_node: Vec<f64>,
     an_period: f64,
@@ -436,7 +434,6 @@ impl<'a> Engine<'a> {
                 w_wait: 0.0,
                 w_work: 0.0,
                 w_meff: 0.0,
-                w_traffic: 0.0,
                 w_time: 0.0,
                 w_node: vec![0.0; self.n],
                 an_period: 1.0,
@@ -681,7 +678,6 @@ impl<'a> Engine<'a> {
             j.w_cpu += act_total * dt;
             j.w_work += work;
             j.w_meff += m * dt;
-            j.w_traffic += act_total * speed * j.bw * dt;
             j.w_time += dt;
             self.out.work += work;
         }
@@ -844,9 +840,6 @@ impl<'a> Engine<'a> {
                     .p
                     .counters
                     .then(|| (self.cost.observed_stall(j.s, m) * noise.max(0.0)).clamp(0.0, 1.0)),
-                // The same counter noise (no second draw: the jobs' random
-                // streams stay as they were).
-                mem_traffic: self.p.counters.then(|| j.w_traffic / wt * 1e9 * noise.max(0.0)),
             });
         }
         for j in &mut self.jobs {
@@ -854,7 +847,6 @@ impl<'a> Engine<'a> {
             j.w_wait = 0.0;
             j.w_work = 0.0;
             j.w_meff = 0.0;
-            j.w_traffic = 0.0;
             j.w_time = 0.0;
             j.w_node.iter_mut().for_each(|x| *x = 0.0);
         }

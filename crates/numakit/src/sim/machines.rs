@@ -20,9 +20,8 @@ const GIB: u64 = 1 << 30;
 pub struct SimMachine {
     /// Name.
     pub name: String,
-    /// What software sees; `model.measured` and `model.bandwidth` hold
-    /// what `numakit bench` measures (the true latency ratios, and each
-    /// node's bandwidth as reached from every node).
+    /// What software sees; `model.measured` holds what `numakit bench`
+    /// measures (the true latency ratios).
     pub model: Machine,
     /// True access-time ratio CPU node `a` → memory node `b` (1.0 local).
     pub latency: Vec<Vec<f64>>,
@@ -36,13 +35,6 @@ impl SimMachine {
     fn build(name: &str, model: Machine, latency: Vec<Vec<f64>>, bw_ratio: Vec<Vec<f64>>, bw_gbs: Vec<f64>) -> Self {
         let mut model = model;
         model.measured = Some(latency.clone());
-        // What `numakit bench bandwidth` measures: node b's bandwidth as
-        // reached from node a's CPUs, bytes per second.
-        model.bandwidth = Some(
-            (0..bw_gbs.len())
-                .map(|a| bw_gbs.iter().enumerate().map(|(b, g)| g * bw_ratio[a][b] * 1e9).collect())
-                .collect(),
-        );
         Self { name: name.into(), model, latency, bw_ratio, bw_gbs }
     }
 
@@ -210,7 +202,7 @@ impl SimMachine {
 
 /// A machine built here (ids in order, square matrix by construction).
 fn machine(nodes: Vec<MachineNode>, distances: Vec<Vec<u32>>) -> Machine {
-    Machine { nodes, distances, measured: None, bandwidth: None }
+    Machine { nodes, distances, measured: None }
 }
 
 fn node(id: u32, cpus: u32, mem_gib: u64) -> MachineNode {

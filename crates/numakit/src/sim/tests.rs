@@ -179,7 +179,6 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
         age_s: 600.0,
         progress: Progress { cpu_rate: cpus, instr_rate: None },
         mem_stall_share: None,
-        mem_traffic: None,
     }
 }
 

@@ -2,13 +2,8 @@
 //! committed within one scan, and what a displaced thread or a move's
 //! pages cost on a node.
 
-use std::collections::BTreeMap;
-
 use super::facts::Facts;
-use super::view::View;
-use crate::daemon::bandwidth::{self, NodeLoad};
 use crate::daemon::config::Config;
-use crate::daemon::snapshot::ProcInfo;
 
 /// Free resources, updated as moves are committed within one scan.
 pub(super) struct Book {
@@ -29,9 +24,6 @@ pub(super) struct Book {
     pub(super) node_cpu: Vec<f64>,
     /// Memory per CPU of every process, over the machine.
     pub(super) mem_per_cpu_all: f64,
-    /// Memory nodes' bandwidth utilisation and the processes' exposure to
-    /// it (empty when bandwidth is not known).
-    pub(super) load: NodeLoad,
 }
 
 /// Memory per CPU of the processes other than `f`'s running on node `a`:
@@ -65,32 +57,4 @@ pub(super) fn undoable<'b>(
     need: f64,
 ) -> impl Iterator<Item = &'b (i32, Vec<f64>, f64)> + 'b {
     book.pins.iter().filter(move |x| x.0 != f.pid && x.1.iter().sum::<f64>() * 4.0 <= need)
-}
-
-/// The memory nodes' bandwidth load: each process's traffic as utilisation
-/// of the nodes its memory is on, and then (with the contention that gives)
-/// its exposure to them; each process's share is kept in its facts. Empty
-/// when the machine's bandwidth is not measured or no traffic is counted.
-pub(super) fn node_load(v: &View, procs: &[&ProcInfo], all: &mut BTreeMap<i32, Facts>) -> NodeLoad {
-    let Some(bw) = v.m.bandwidth.as_deref() else { return NodeLoad::default() };
-    if !all.values().any(|f| f.traffic > 0.0) {
-        return NodeLoad::default();
-    }
-    let mut load = NodeLoad { util: vec![0.0; v.n()], exposure: vec![0.0; v.n()] };
-    for f in all.values_mut() {
-        let util = bandwidth::util_of(bw, f.traffic, &f.c, &f.mem);
-        for (x, y) in load.util.iter_mut().zip(&util) {
-            *x += y;
-        }
-        f.load.util = util;
-    }
-    let k = load.factors();
-    for p in procs {
-        let Some(f) = all.get_mut(&p.pid) else { continue };
-        f.load.exposure = bandwidth::exposure_of(&v.r, &k, p.cpu_use, f.q, &f.c, &f.mem);
-        for (x, y) in load.exposure.iter_mut().zip(&f.load.exposure) {
-            *x += y;
-        }
-    }
-    load
 }

@@ -67,7 +67,6 @@ impl Scan<'_> {
                 cost_s: o.cost_s,
                 horizon_s: f.horizon,
                 horizon_runs: f.horizon_runs,
-                others_cpus: o.others,
             };
             // Undo numakit's own placements that stand in the way, least
             // expected gain first.
@@ -176,8 +175,6 @@ impl Scan<'_> {
                 book.free_bytes[b] += x;
                 book.free_bytes[d] -= x;
             }
-            book.load.add(&f.load, -1.0);
-            book.load.add(&o.load_after, 1.0);
             let rec = h.procs.entry(pid).or_insert_with(|| ProcRecord::new(&p.comm, now - p.age_s));
             rec.last_move_s = Some(now);
             rec.moves += 1;

@@ -3,7 +3,6 @@
 //! bound, its memory stall share, and whether it is excluded or restricted.
 
 use super::view::View;
-use crate::daemon::bandwidth::NodeLoad;
 use crate::daemon::config::Config;
 use crate::daemon::snapshot::ProcInfo;
 
@@ -25,10 +24,6 @@ pub(super) struct Facts {
     pub(super) growth: f64,
     /// Its memory, bytes (as the book counts it).
     pub(super) mem_total: f64,
-    /// Memory traffic, bytes per second (0 when not counted).
-    pub(super) traffic: f64,
-    /// Its share of the node load now (empty when bandwidth is not known).
-    pub(super) load: NodeLoad,
     /// Its expected remaining run time, seconds (set by the scan from the
     /// history: [`horizon`](super::horizon::horizon)); the age until then.
     pub(super) horizon: f64,
@@ -127,8 +122,6 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
         own_bound,
         growth: 0.0,
         mem_total: p.mem_total() as f64,
-        traffic: p.mem_traffic.filter(|x| x.is_finite()).unwrap_or(0.0).max(0.0),
-        load: NodeLoad::default(),
         horizon: p.age_s.clamp(0.0, cfg.max_horizon_s.max(0.0)),
         horizon_runs: 0,
     }

@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 
 use super::action::{Action, ActionKind, Why};
-use super::bandwidth::NodeLoad;
 use super::config::Config;
 use super::history::{History, ProcRecord};
 use super::machine::Machine;
@@ -167,7 +166,6 @@ impl<'a> Scan<'a> {
             node_mem: vec![0.0; v.n()],
             node_cpu: vec![0.0; v.n()],
             mem_per_cpu_all: 0.0,
-            load: NodeLoad::default(),
         };
         {
             let mut mem = vec![0.0; v.n()];
@@ -211,9 +209,6 @@ impl<'a> Scan<'a> {
                 book.pins.push((p.pid, f.own_ours.clone(), placed.map_or(0.0, |pl| pl.expected_gain)));
             }
             all_facts.insert(p.pid, f);
-        }
-        if cfg.use_bandwidth {
-            book.load = book::node_load(&v, procs, &mut all_facts);
         }
 
         Scan {

@@ -6,7 +6,6 @@ use super::book::{headroom, others_mem_per_cpu, undoable, Book};
 use super::facts::{demand, speedup, Facts};
 use super::view::View;
 use super::GIB;
-use crate::daemon::bandwidth::{self, NodeLoad};
 use crate::daemon::config::Config;
 use crate::daemon::snapshot::ProcInfo;
 
@@ -100,11 +99,6 @@ pub(super) struct Opt {
     pub(super) pin_only: bool,
     /// CPU load of others it displaces (what its cost was computed with).
     pub(super) displaced: f64,
-    /// Change in the other processes' progress through memory contention,
-    /// CPUs (positive: they gain).
-    pub(super) others: f64,
-    /// The process's share of the node load after the move.
-    pub(super) load_after: NodeLoad,
 }
 
 impl Opt {
@@ -297,31 +291,8 @@ pub(super) fn evaluate(
     } else {
         (f.mem.clone(), mem_after.clone())
     };
-    // Memory bandwidth: each node's contention now, and after the
-    // process's traffic follows it (grown by the speed-up that brings: a
-    // faster process asks for more); what that does to everyone else.
-    let (k_now, k_after, others, load_after) = if book.load.active() {
-        let bw = v.m.bandwidth.as_deref().unwrap_or_default();
-        let mut after = book.load.clone();
-        after.add(&f.load, -1.0);
-        let k_now = book.load.factors();
-        let with =
-            |own: &[f64]| bandwidth::factors(&after.util.iter().zip(own).map(|(x, y)| x + y).collect::<Vec<_>>());
-        let first = with(&bandwidth::util_of(bw, f.traffic, &c_after, &after_m));
-        let up = 1.0 + speedup(f.q, v.ratio_k(&f.c, &now_m, &k_now), v.ratio_k(&c_after, &after_m, &first)).max(0.0);
-        let own_util = bandwidth::util_of(bw, f.traffic * up, &c_after, &after_m);
-        let k_after = with(&own_util);
-        let others = bandwidth::others_gain(&after.exposure, &k_now, &k_after);
-        let own = NodeLoad {
-            util: own_util,
-            exposure: bandwidth::exposure_of(&v.r, &k_after, p.cpu_use, f.q, &c_after, &after_m),
-        };
-        (k_now, k_after, others, own)
-    } else {
-        (Vec::new(), Vec::new(), 0.0, NodeLoad::default())
-    };
-    let (ratio_now, ratio_after) = if future > 0.0 || book.load.active() {
-        (v.ratio_k(&f.c, &now_m, &k_now), v.ratio_k(&c_after, &after_m, &k_after))
+    let (ratio_now, ratio_after) = if future > 0.0 {
+        (v.ratio(&f.c, &now_m), v.ratio(&c_after, &after_m))
     } else {
         (f.ratio_now, v.ratio(&c_after, &mem_after))
     };
@@ -356,7 +327,7 @@ pub(super) fn evaluate(
         0.0
     };
     let cost_s = moved / GIB * cfg.migrate_cost_s_per_gib * need.max(1.0) + disp_mem / GIB * cfg.migrate_cost_s_per_gib;
-    let benefit_s = (gain * need + others) * horizon;
+    let benefit_s = gain * need * horizon;
     let pin_only = moves.is_empty() && displaced <= 0.0 && inside >= total - 1e-9;
     Some(Opt {
         cpu: t.to_vec(),
@@ -371,7 +342,5 @@ pub(super) fn evaluate(
         cost_s,
         pin_only,
         displaced,
-        others,
-        load_after,
     })
 }

@@ -38,11 +38,6 @@ impl View<'_> {
     }
     /// Σ c_a m_b r_ab over the non-zero entries.
     pub(super) fn ratio(&self, c: &[f64], mem: &[f64]) -> f64 {
-        self.ratio_k(c, mem, &[])
-    }
-    /// Σ c_a m_b r_ab k_b: with each memory node's contention factor `k`
-    /// (empty: all 1).
-    pub(super) fn ratio_k(&self, c: &[f64], mem: &[f64], k: &[f64]) -> f64 {
         let cs: Vec<(usize, f64)> = c.iter().copied().enumerate().filter(|x| x.1 > 0.0).collect();
         let ms: Vec<(usize, f64)> = mem.iter().copied().enumerate().filter(|x| x.1 > 0.0).collect();
         let (ct, mt): (f64, f64) = (cs.iter().map(|x| x.1).sum(), ms.iter().map(|x| x.1).sum());
@@ -52,7 +47,7 @@ impl View<'_> {
         let mut s = 0.0;
         for &(a, ca) in &cs {
             let row = &self.r[a];
-            s += ca * ms.iter().map(|&(b, mb)| mb * row[b] * k.get(b).copied().unwrap_or(1.0)).sum::<f64>();
+            s += ca * ms.iter().map(|&(b, mb)| mb * row[b]).sum::<f64>();
         }
         s / (ct * mt)
     }
