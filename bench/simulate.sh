@@ -34,7 +34,7 @@ CMD="numakit simulate --all --seeds $SEEDS --json --svg docs/img/simulate.svg"
 "$BIN" simulate --all --seeds "$SEEDS" --threads "$THREADS" --json --svg docs/img/simulate.svg >"$work/report.json"
 
 commit=$(git rev-parse --short HEAD)
-if ! git diff --quiet HEAD -- crates/numakit/src/sim crates/numakit/src/daemon crates/numakit/src/present/plot.rs crates/cli/src/cmd/simulate.rs; then
+if ! git diff --quiet HEAD -- crates/sim crates/numakit/src/daemon crates/cli/src/cmd/simulate.rs; then
   commit="$commit with uncommitted changes to the simulator or the daemon"
 fi
 python3 - "$work/report.json" "$CMD" "$(date -u +%Y-%m-%d)" "$commit" <<'PY'

@@ -1,5 +1,5 @@
 //! `numakit simulate`: the command line of the simulator (the numbers
-//! themselves are tested in the library, `numakit::sim`).
+//! themselves are tested in the `numakit-sim` crate).
 
 use std::process::{Command, Output};
 

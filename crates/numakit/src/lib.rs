@@ -13,9 +13,6 @@
 //! * [`daemon`]: the automatic-placement daemon's decision core, a pure
 //!   function from machine, scan snapshot, configuration and history to
 //!   actions (bind, migrate, revert) with reasons and expected gains;
-//! * [`sim`]: a deterministic simulator of NUMA farms that runs numakit's
-//!   daemon core against untuned, static binding, numad, AutoNUMA-like and
-//!   oracle placement with a cost model from published figures;
 //! * [`place`]: pure decisions: placement options and `--auto` into a
 //!   plan, with every check made before anything changes;
 //! * [`act`]: the few syscalls that change placement (memory policy,
@@ -50,7 +47,6 @@ pub mod place;
 pub mod present;
 pub mod procs;
 pub mod sets;
-pub mod sim;
 pub mod stats;
 pub mod stats_math;
 pub mod sys;

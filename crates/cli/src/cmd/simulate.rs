@@ -1,5 +1,5 @@
 //! `numakit simulate`: runs the deterministic NUMA farm simulator
-//! ([`numakit::sim`]) and prints, per scenario, every policy's throughput
+//! ([`numakit_sim`]) and prints, per scenario, every policy's throughput
 //! relative to the oracle, pages migrated and the worst per-job slowdown
 //! versus untuned; with `--all`, the distributions over random farms and
 //! the three targets; with `--svg`, a chart of the same. Never reads or
@@ -10,9 +10,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
-use numakit::present::{plot, simtrace};
-use numakit::sim::{self, Paired, Report, Scenario, ScenarioResult, Settings, Targets};
 use numakit::sys::SysRoot;
+use numakit_sim::{self as sim, plot, simtrace, Paired, Report, Scenario, ScenarioResult, Settings, Targets};
 
 use crate::Failure;
 
@@ -280,7 +279,7 @@ pub fn render(r: &Report, with_targets: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use numakit::sim::{PolicyResult, Report, ScenarioResult};
+    use numakit_sim::{PolicyResult, Report, ScenarioResult};
 
     use super::render;
 
@@ -297,7 +296,7 @@ mod tests {
         };
         ScenarioResult {
             name: name.to_string(),
-            class: numakit::sim::Class::Reco,
+            class: numakit_sim::Class::Reco,
             machine: "m".to_string(),
             seed: 1,
             random,

@@ -163,12 +163,6 @@ pub enum Why {
         /// The process that needs the room.
         for_pid: i32,
     },
-    /// Another placer's move (the simulator's rewrite of numad), in that
-    /// placer's own words; numakit's daemon never gives it.
-    Peer {
-        /// What the placer says of the move.
-        text: String,
-    },
 }
 
 /// Where a horizon came from, for the reason text: nothing when it is the
@@ -242,7 +236,6 @@ impl fmt::Display for Why {
                 nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
             ),
             Why::MakeRoom { for_pid } => write!(f, "unpinned to make room for pid {for_pid}"),
-            Why::Peer { text } => f.write_str(text),
         }
     }
 }

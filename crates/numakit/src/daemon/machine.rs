@@ -2,13 +2,11 @@
 //! memory size, each node its own size), the firmware distance matrix, and
 //! optionally measured access-time ratios (from `numakit bench`).
 //!
-//! Built from a [`Topology`] by the daemon, from a
-//! [`SynthMachine`](crate::topo::synth::SynthMachine) or directly by the
-//! simulator. Plain data: nothing here reads the system.
+//! Built from a [`Topology`] by the daemon, or directly (by tests and the
+//! simulator). Plain data: nothing here reads the system.
 
 use serde::{Deserialize, Serialize};
 
-use crate::topo::synth::SynthMachine;
 use crate::topo::Topology;
 
 /// One node.
@@ -94,21 +92,6 @@ impl Machine {
         } else {
             (0..k).map(|i| (0..k).map(|j| if i == j { 10 } else { 20 }).collect()).collect()
         };
-        Self { nodes, distances, measured: None }
-    }
-
-    /// The machine of a synthetic description.
-    pub fn from_synth(s: &SynthMachine) -> Self {
-        let mut order: Vec<usize> = (0..s.nodes.len()).collect();
-        order.sort_by_key(|&i| s.nodes[i].0);
-        let nodes = order
-            .iter()
-            .map(|&i| {
-                let (id, mib) = s.nodes[i];
-                MachineNode { id, cpus: s.node_cpus(id).len() as u32, mem_bytes: mib << 20 }
-            })
-            .collect();
-        let distances = order.iter().map(|&i| order.iter().map(|&j| s.distances[i][j]).collect()).collect();
         Self { nodes, distances, measured: None }
     }
 

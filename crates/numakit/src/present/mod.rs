@@ -10,7 +10,8 @@
 //! * [`top`]: the cells of `numakit top` and its plain-text snapshot;
 //! * [`prometheus`]: the exporter's Prometheus text exposition;
 //! * [`daemon`]: `numakit ctl status` for people;
-//! * [`simtrace`]: `numakit simulate --trace`.
+//! * [`bench`], [`compare`], [`plot`]: `numakit bench` and `numakit
+//!   compare` as text, JSON and SVG.
 
 pub mod bench;
 pub mod compare;
@@ -20,7 +21,6 @@ pub mod json;
 pub mod plot;
 pub mod prometheus;
 pub mod show;
-pub mod simtrace;
 pub mod stat;
 pub mod svg;
 pub mod text;

@@ -7,11 +7,11 @@
 //! tiered machine with a slow CPU-less memory node; random machines of 2 to
 //! 32 nodes with uneven node sizes, memory-less CPU nodes and slow tiers.
 
+use numakit::daemon::{Machine, MachineNode};
+use numakit::topo::synth::SynthMachine;
 use serde::Serialize;
 
 use super::rng::Rng;
-use crate::daemon::{Machine, MachineNode};
-use crate::topo::synth::SynthMachine;
 
 const GIB: u64 = 1 << 30;
 
@@ -78,7 +78,7 @@ impl SimMachine {
     /// 2.1× / 0.3×; 60 GB/s per node.
     pub fn intel_4s() -> Self {
         let s = SynthMachine::rr_4n(48, 48 * 1024);
-        let model = Machine::from_synth(&s);
+        let model = from_synth(&s);
         let lat = model.distances.iter().map(|r| r.iter().map(|&d| hop(d, 1.6, 2.1)).collect()).collect();
         let bw = model.distances.iter().map(|r| r.iter().map(|&d| hop(d, 0.47, 0.3)).collect()).collect();
         Self::build("intel-4s", model, lat, bw, vec![60.0; 4])
@@ -90,7 +90,7 @@ impl SimMachine {
     /// 1.68); bandwidth 0.6× / 0.4×, 40 GB/s per node.
     pub fn amd_8n() -> Self {
         let s = SynthMachine::amd_4s_8n(8, 32 * 1024);
-        let model = Machine::from_synth(&s);
+        let model = from_synth(&s);
         let lat = model.distances.iter().map(|r| r.iter().map(|&d| hop(d, 1.4, 1.9)).collect()).collect();
         let bw = model.distances.iter().map(|r| r.iter().map(|&d| hop(d, 0.6, 0.4)).collect()).collect();
         Self::build("amd-8n", model, lat, bw, vec![40.0; 8])
@@ -219,4 +219,21 @@ fn hop(d: u32, near: f64, far: f64) -> f64 {
 
 fn slit_to_far(d: u32) -> u32 {
     (d + 10).min(40)
+}
+
+/// The machine software sees of a synthetic description
+/// ([`SynthMachine`]): nodes sorted by id with their CPU count and memory,
+/// and the SLIT distances in the same order.
+pub fn from_synth(s: &SynthMachine) -> Machine {
+    let mut order: Vec<usize> = (0..s.nodes.len()).collect();
+    order.sort_by_key(|&i| s.nodes[i].0);
+    let nodes = order
+        .iter()
+        .map(|&i| {
+            let (id, mib) = s.nodes[i];
+            MachineNode { id, cpus: s.node_cpus(id).len() as u32, mem_bytes: mib << 20 }
+        })
+        .collect();
+    let distances = order.iter().map(|&i| order.iter().map(|&j| s.distances[i][j]).collect()).collect();
+    Machine { nodes, distances, measured: None }
 }

@@ -7,11 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use numakit::stats_math::{sign_test, SignTest, Summary};
 use serde::Serialize;
 
 use super::engine::RunOutcome;
 use super::workload::Class;
-use crate::stats_math::{sign_test, SignTest, Summary};
 
 /// One policy in one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,8 +5,9 @@
 
 use std::fmt::Write as _;
 
-use crate::daemon::{ActionKind, MemPolicy};
-use crate::sim::{TraceEvent, TraceReport};
+use numakit::daemon::{ActionKind, MemPolicy};
+
+use crate::{TraceEvent, TraceReport};
 
 fn action_text(kind: &ActionKind) -> String {
     match kind {
@@ -32,7 +33,7 @@ fn action_text(kind: &ActionKind) -> String {
 }
 
 fn nodes_text(ids: &[u32]) -> String {
-    let set: crate::sets::NodeSet = ids.iter().copied().collect();
+    let set: numakit::sets::NodeSet = ids.iter().copied().collect();
     set.to_list()
 }
 

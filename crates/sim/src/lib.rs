@@ -1,5 +1,5 @@
 //! A deterministic simulator of NUMA farms, to prove the daemon: numakit's
-//! decision core ([`daemon::decide`](crate::daemon::decide)) against no
+//! decision core ([`daemon::decide`](numakit::daemon::decide)) against no
 //! placement, static binding at start, numad's published algorithm, the
 //! kernel's automatic NUMA balancing and an oracle, on the same machines,
 //! jobs and random draws.
@@ -11,29 +11,38 @@
 //! * [`cost`]: the cost model from published figures;
 //! * [`engine`]: simulated time (no sleeping), scheduler with drift, first
 //!   touch, contention, AutoNUMA, and the one action applier;
-//! * [`policy`], [`numad`]: the six policies;
+//! * [`policy`], [`numad`]: the six policies, and [`action`] what they
+//!   ask for with their reasons (numakit's, or another placer's words);
 //! * [`scenario`], [`report`]: named and seeded scenarios, results,
-//!   distributions and the targets.
+//!   distributions and the targets;
+//! * [`simtrace`], [`plot`]: `numakit simulate --trace` as text, and
+//!   `--svg`'s chart.
 //!
 //! Everything is a function of the seeds: the same scenario gives the same
 //! numbers on every run and machine. Nothing here reads or changes the
-//! system, and nothing prints.
+//! system, and nothing prints. The decision core it runs is the library's
+//! (`numakit::daemon`); nothing of the simulator lives in the library.
 
+pub mod action;
 pub mod cost;
 pub mod engine;
 pub mod machines;
 pub mod numad;
+pub mod plot;
 pub mod policy;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod simtrace;
 pub mod workload;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use numakit::daemon::Config;
 use serde::Serialize;
 
+pub use action::{Reason, SimAction};
 pub use cost::CostModel;
 pub use engine::{Engine, RunOutcome, SimParams, TraceEvent};
 pub use machines::SimMachine;
@@ -41,7 +50,6 @@ pub use report::{ClassSummary, Distribution, Paired, PolicyResult, Report, Scena
 pub use scenario::Scenario;
 pub use workload::{Class, JobSpec, Workload};
 
-use crate::daemon::Config;
 use policy::{AutoNuma, Numakit, Oracle, Policy, StaticBind, Untuned};
 
 /// The policies in report order.
@@ -65,7 +73,7 @@ pub fn make_policy(name: &str, m: &SimMachine, s: &Settings) -> Option<Box<dyn P
         "static" => Box::new(StaticBind::new(m)),
         "numad" => Box::new(numad::Numad::default()),
         "autonuma" => Box::new(AutoNuma),
-        "numakit" => Box::new(Numakit { config: s.config.clone(), history: crate::daemon::History::new() }),
+        "numakit" => Box::new(Numakit { config: s.config.clone(), history: numakit::daemon::History::new() }),
         "oracle" => Box::new(Oracle::new(m, &s.cost)),
         _ => return None,
     })

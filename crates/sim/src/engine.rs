@@ -3,7 +3,7 @@
 //! CPUs, a scheduler with drift, first-touch memory allocation with the
 //! kernel's fallback order, the cost model, the kernel's automatic NUMA
 //! balancing when a policy asks for it, and the one applier of
-//! [`Action`]s every policy goes through.
+//! [`SimAction`]s every policy goes through.
 //!
 //! Each step: start jobs → schedule threads (overload relief, drift,
 //! AutoNUMA task placement) → allocate memory → compute each job's speed
@@ -12,15 +12,16 @@
 
 use std::collections::BTreeMap;
 
+use numakit::daemon::{ActionKind, MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use numakit::sets::NodeSet;
 use serde::Serialize;
 
+use super::action::SimAction;
 use super::cost::CostModel;
 use super::machines::SimMachine;
 use super::policy::{Policy, Start, StartView};
 use super::rng::Rng;
 use super::workload::{JobSpec, Workload};
-use crate::daemon::{Action, ActionKind, MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
-use crate::sets::NodeSet;
 
 const GIB: f64 = (1u64 << 30) as f64;
 const PAGE: f64 = 4096.0;
@@ -180,7 +181,7 @@ pub enum TraceEvent {
         t_s: f64,
         /// The action, with its reason.
         #[serde(flatten)]
-        action: Action,
+        action: SimAction,
     },
     /// A job finished its work, or was still running at the end of the
     /// run.
@@ -755,7 +756,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Applies one action (the only way policies change anything).
-    pub fn apply(&mut self, action: &Action) {
+    pub fn apply(&mut self, action: &SimAction) {
         let Some(ji) = self.jobs.iter().position(|j| j.pid == action.pid) else { return };
         match &action.kind {
             ActionKind::Bind { cpu_nodes, mem_nodes } => {

@@ -1,11 +1,12 @@
 use std::collections::BTreeMap;
 
+use numakit::daemon::{ActionKind, Machine, MachineNode, MemPolicy, NodeState, ProcInfo, Progress, Snapshot, Why};
+use numakit::sets::NodeSet;
+
 use super::engine::Pol;
 use super::numad::Numad;
 use super::policy::{AutoNuma, Numakit, Oracle, Policy, Start, StartView, StaticBind, Untuned};
 use super::*;
-use crate::daemon::{Action, ActionKind, Machine, MachineNode, MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
-use crate::sets::NodeSet;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -27,7 +28,7 @@ fn job(threads: u32, mem_gib: f64, slowdown: f64, work_s: f64) -> JobSpec {
 struct Place {
     start: Start,
     autonuma: bool,
-    at_first_tick: Vec<Action>,
+    at_first_tick: Vec<SimAction>,
 }
 
 impl Policy for Place {
@@ -43,7 +44,7 @@ impl Policy for Place {
     fn interval_s(&mut self) -> Option<f64> {
         Some(5.0)
     }
-    fn tick(&mut self, _m: &Machine, _s: &Snapshot) -> Vec<Action> {
+    fn tick(&mut self, _m: &Machine, _s: &Snapshot) -> Vec<SimAction> {
         std::mem::take(&mut self.at_first_tick)
     }
 }
@@ -118,10 +119,10 @@ fn remote_memory_costs_its_slowdown() {
 fn migration_is_charged_and_counted() {
     let m = SimMachine::intel_2s();
     let mut p = place(1, 0);
-    p.at_first_tick = vec![Action {
+    p.at_first_tick = vec![SimAction {
         pid: 1000,
         kind: ActionKind::Migrate { from: 0, to: 1, pages: 1 << 20 },
-        reason: crate::daemon::Why::Budget,
+        reason: Reason::Daemon(Why::Budget),
         expected_gain: 0.0,
     }];
     let o = run_one(&m, vec![job(1, 2.0, 0.3, 1e6)], &mut p, 100.0);
@@ -288,7 +289,7 @@ fn numakit_policy_returns_only_changes() {
     p.mem_stall_share = Some(0.4);
     let mut k = Numakit::default();
     let a = k.tick(&m, &snap(600.0, &[(0, 0.0, 6 * GB), (1, 0.0, 6 * GB)], vec![p]));
-    assert!(a.iter().all(Action::changes));
+    assert!(a.iter().all(SimAction::changes));
     assert_eq!(a.len(), 2);
     assert_eq!(k.history.procs[&1].moves, 1);
 }
@@ -489,4 +490,21 @@ fn learnt_run_times_spare_short_jobs_their_page_moves() {
         b.pages_migrated
     );
     assert!(a.work > b.work, "work {} with learning, {} without", a.work, b.work);
+}
+
+#[test]
+fn a_synthetic_machine_as_software_sees_it() {
+    let mut s = numakit::topo::synth::SynthMachine::amd_4s_8n(4, 1024);
+    // Nodes listed out of id order come out sorted, distances with them.
+    s.nodes.swap(0, 7);
+    s.distances.swap(0, 7);
+    for row in &mut s.distances {
+        row.swap(0, 7);
+    }
+    let m = machines::from_synth(&s);
+    assert_eq!(m.len(), 8);
+    assert_eq!(m.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    assert_eq!((m.nodes[3].cpus, m.nodes[3].mem_bytes), (4, 1 << 30));
+    let want = numakit::topo::synth::SynthMachine::amd_4s_8n(4, 1024).distances;
+    assert_eq!(m.distances, want);
 }

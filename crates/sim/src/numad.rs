@@ -19,9 +19,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use numakit::daemon::{ActionKind, Machine, Snapshot};
+use numakit::sets::NodeSet;
+
+use super::action::{Reason, SimAction};
 use super::policy::Policy;
-use crate::daemon::{Action, ActionKind, Machine, Snapshot, Why};
-use crate::sets::NodeSet;
 
 const MB: f64 = 1_000_000.0;
 const PAGE: f64 = 4096.0;
@@ -160,7 +162,7 @@ impl Policy for Numad {
     fn interval_s(&mut self) -> Option<f64> {
         Some(self.next)
     }
-    fn tick(&mut self, m: &Machine, snap: &Snapshot) -> Vec<Action> {
+    fn tick(&mut self, m: &Machine, snap: &Snapshot) -> Vec<SimAction> {
         let now = snap.time_s;
         self.next = 15.0;
         // Node model: memory-less and CPU-less nodes never take part.
@@ -241,7 +243,7 @@ impl Policy for Numad {
             // numad's own log line for the move ("Advising pid … move from
             // nodes (…) to nodes (…)"); it weighs no gain against a cost.
             let from: NodeSet = proc_mb.iter().filter(|(_, v)| **v > 0.0).map(|(id, _)| *id).collect();
-            let why = Why::Peer {
+            let why = Reason::Peer {
                 text: format!(
                     "numad: move from nodes ({}) to nodes ({}), {:.0} MB and {:.2} CPUs",
                     from.to_list(),
@@ -250,7 +252,7 @@ impl Policy for Numad {
                     used / 100.0
                 ),
             };
-            let mut actions = vec![Action {
+            let mut actions = vec![SimAction {
                 pid: p.pid,
                 kind: ActionKind::Bind { cpu_nodes: target.clone(), mem_nodes: NodeSet::new() },
                 reason: why.clone(),
@@ -278,7 +280,7 @@ impl Policy for Numad {
                         x.total_cmp(&y).then(b.cmp(a))
                     })
                     .unwrap_or(src);
-                actions.push(Action {
+                actions.push(SimAction {
                     pid: p.pid,
                     kind: ActionKind::Migrate { from: src, to: dst, pages: (amount * MB / PAGE).ceil() as u64 },
                     reason: why.clone(),

@@ -1,7 +1,7 @@
 //! Placement policies, all driven by the engine through one interface:
 //! a policy may place a job when it starts ([`Policy::on_start`], what a
 //! job wrapper can do) and, every [`Policy::interval_s`], turns a
-//! [`Snapshot`] into daemon [`Action`]s ([`Policy::tick`], what a daemon
+//! [`Snapshot`] into [`SimAction`]s ([`Policy::tick`], what a daemon
 //! can do). AutoNUMA is kernel behaviour: [`Policy::autonuma`] turns on the
 //! engine's model of it, whose page moves go through the same applier.
 //!
@@ -14,18 +14,20 @@
 //! * [`Oracle`]: the best static placement, knowing each job's memory
 //!   intensity in advance.
 //!
-//! [`place::auto`]: crate::place::auto
-//! [`daemon::decide`]: crate::daemon::decide
+//! [`place::auto`]: numakit::place::auto
+//! [`daemon::decide`]: numakit::daemon::decide
 
+use numakit::daemon::{decide, Action, Config, History, Machine, Snapshot};
+use numakit::place::auto::{self, AutoRequest, NodeLoad};
+use numakit::place::MemMode;
+use numakit::sets::{CpuSet, NodeSet};
+use numakit::topo::{Allowed, Node, NodeMemory, Source, Topology};
+
+use super::action::SimAction;
 use super::cost::CostModel;
 use super::engine::Pol;
 use super::machines::SimMachine;
 use super::workload::JobSpec;
-use crate::daemon::{decide, Action, Config, History, Machine, Snapshot};
-use crate::place::auto::{self, AutoRequest, NodeLoad};
-use crate::place::MemMode;
-use crate::sets::{CpuSet, NodeSet};
-use crate::topo::{Allowed, Node, NodeMemory, Source, Topology};
 
 /// What a policy sees when a job starts (by node index).
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +70,7 @@ pub trait Policy {
         None
     }
     /// One scan.
-    fn tick(&mut self, _machine: &Machine, _snap: &Snapshot) -> Vec<Action> {
+    fn tick(&mut self, _machine: &Machine, _snap: &Snapshot) -> Vec<SimAction> {
         Vec::new()
     }
 }
@@ -112,17 +114,17 @@ impl Policy for Numakit {
     fn interval_s(&mut self) -> Option<f64> {
         Some(self.config.interval_s)
     }
-    fn tick(&mut self, machine: &Machine, snap: &Snapshot) -> Vec<Action> {
+    fn tick(&mut self, machine: &Machine, snap: &Snapshot) -> Vec<SimAction> {
         let d = decide(machine, snap, &self.config, &self.history);
         self.history = d.history;
-        d.actions.into_iter().filter(Action::changes).collect()
+        d.actions.into_iter().filter(Action::changes).map(SimAction::from).collect()
     }
 }
 
 /// `numakit run --auto` at every job start: the same [`place::auto`] rules
 /// on a topology built from the simulated machine.
 ///
-/// [`place::auto`]: crate::place::auto
+/// [`place::auto`]: numakit::place::auto
 #[derive(Debug)]
 pub struct StaticBind {
     topo: Topology,
