@@ -102,6 +102,52 @@ pub struct Config {
     pub comm_harm_limit: u32,
     /// ... for this long. 86400 s (a day).
     pub comm_leave_alone_s: f64,
+
+    // The numbers below were constants inside `decide` until the rule set
+    // was frozen; each is a design choice of the rule that uses it (none
+    // was measured or fitted), named here so that every number a decision
+    // uses is in one place.
+    /// A single-threaded process this busy (CPU use plus run-queue wait)
+    /// counts as one whole CPU. 0.5: half a CPU, numad's `CPU_THRESHOLD`;
+    /// a busy loop reads 0.6–0.9 CPU in a virtual machine whose hypervisor
+    /// steals time the guest does not see.
+    pub busy_thread_cpu: f64,
+    /// Highest memory-stall share believed from counters. 0.95: a process
+    /// is never taken as waiting on memory all the time (the speed-up
+    /// formula diverges at 1).
+    pub max_stall_share: f64,
+    /// A process this much younger than `min_age_s` (as a fraction of it),
+    /// but seen for `young_min_scans` scans, may get the options that move
+    /// no pages. 0.5: half the age asked of page moves.
+    pub young_age_fraction: f64,
+    /// ... or seen for at least this many scan intervals, whichever is
+    /// sooner. 2: two scans give one CPU-use window.
+    pub young_min_scans: f64,
+    /// The page budget accrues for at most this many intervals between two
+    /// scans (a daemon stopped or starved for a while does not catch up
+    /// with a burst). 4: four scans, as `settle_s` is four of numad's.
+    pub max_budget_intervals: f64,
+    /// CPUs are compared in steps of this many when nodes are ranked by
+    /// room (fractions of spread loads must not reorder equals). 0.5.
+    pub cpu_room_step: f64,
+    /// An earlier placement of numakit's may be undone to make room only
+    /// for a process at least this many times its size (no musical chairs
+    /// between equals). 4: a quarter of the size.
+    pub undo_size_ratio: f64,
+    /// CPUs a placement may fall short of its need (or of the room freed
+    /// by undoing earlier placements) and still fit: the scheduler absorbs
+    /// a quarter CPU. 0.25.
+    pub cpu_slack: f64,
+    /// Pages moved to a group of nodes go in chunks of at least this many
+    /// bytes, so a move is not split into slivers. 64 MiB.
+    pub min_chunk_bytes: u64,
+    /// Weight of the protection from future scheduler drift in a move's
+    /// gain (the drift's loss is expected, not certain to be avoided). 0.5.
+    pub drift_protect_weight: f64,
+    /// Memory of threads a move displaces is charged this many times (it
+    /// must follow them later at the same cost, and they run remote until
+    /// it does). 2.
+    pub displaced_mem_factor: f64,
 }
 
 impl Default for Config {
@@ -137,6 +183,17 @@ impl Default for Config {
             leave_alone_s: 3600.0,
             comm_harm_limit: 3,
             comm_leave_alone_s: 86400.0,
+            busy_thread_cpu: 0.5,
+            max_stall_share: 0.95,
+            young_age_fraction: 0.5,
+            young_min_scans: 2.0,
+            max_budget_intervals: 4.0,
+            cpu_room_step: 0.5,
+            undo_size_ratio: 4.0,
+            cpu_slack: 0.25,
+            min_chunk_bytes: 64 << 20,
+            drift_protect_weight: 0.5,
+            displaced_mem_factor: 2.0,
         }
     }
 }

@@ -50,11 +50,13 @@ pub(super) fn headroom(book: &Book, cfg: &Config, b: usize) -> f64 {
 }
 
 /// numakit's placements a process of load `need` may undo: those of at most
-/// a quarter of its size (no musical chairs between equals).
+/// `1 / undo_size_ratio` of its size (no musical chairs between equals).
 pub(super) fn undoable<'b>(
     book: &'b Book,
     f: &'b Facts,
     need: f64,
+    cfg: &Config,
 ) -> impl Iterator<Item = &'b (i32, Vec<f64>, f64)> + 'b {
-    book.pins.iter().filter(move |x| x.0 != f.pid && x.1.iter().sum::<f64>() * 4.0 <= need)
+    let ratio = cfg.undo_size_ratio;
+    book.pins.iter().filter(move |x| x.0 != f.pid && x.1.iter().sum::<f64>() * ratio <= need)
 }

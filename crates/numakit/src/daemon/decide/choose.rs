@@ -19,7 +19,9 @@ impl Scan<'_> {
             // Younger than `min_age_s` but seen for two scans: only options that
             // move no pages (a pin or a bind while its memory is still small).
             let young = p.age_s < cfg.min_age_s;
-            if !big(p, cfg) || p.age_s < (cfg.min_age_s / 2.0).min(2.0 * cfg.interval_s) {
+            if !big(p, cfg)
+                || p.age_s < (cfg.min_age_s * cfg.young_age_fraction).min(cfg.young_min_scans * cfg.interval_s)
+            {
                 continue;
             }
             if let Some(rule) = excluded(p, cfg) {
@@ -79,7 +81,7 @@ impl Scan<'_> {
             }
             let drift_p = 1.0 - (-drift_rate * f.horizon).exp();
             let mut options: Vec<Opt> = Vec::new();
-            for t in target_sets(v, p, f, book) {
+            for t in target_sets(v, p, f, book, cfg) {
                 // Where numakit placed it, only finishing the move (its pages)
                 // is a new option; while cooling down, nothing else.
                 let same = current.as_ref() == Some(&t);

@@ -35,8 +35,8 @@ impl Scan<'_> {
             let p = live[&pid];
             let f = &all_facts[&pid];
             // Re-check room against what earlier commits took.
-            let need = demand(p);
-            let fit = cpu_fit(v, f, &o.cpu, book, need);
+            let need = demand(p, cfg);
+            let fit = cpu_fit(v, f, &o.cpu, book, need, cfg);
             let mut need_mem = vec![0.0; v.n()];
             for &(_, d, x) in &o.moves {
                 need_mem[d] += x;
@@ -71,7 +71,7 @@ impl Scan<'_> {
             // Undo numakit's own placements that stand in the way, least
             // expected gain first.
             if fit.unpin > 0.0 {
-                let mut pins: Vec<(i32, Vec<f64>, f64)> = undoable(book, f, need)
+                let mut pins: Vec<(i32, Vec<f64>, f64)> = undoable(book, f, need, cfg)
                     .filter(|x| o.cpu.iter().any(|&a| x.1[a] > 0.0) && x.2 * cfg.stickiness < o.gain)
                     .cloned()
                     .collect();
@@ -97,7 +97,7 @@ impl Scan<'_> {
                         chosen.push(i);
                     }
                 }
-                if freed + 0.25 < fit.unpin || o.cpu.iter().any(|&a| need_at[a] > 1e-6) {
+                if freed + cfg.cpu_slack < fit.unpin || o.cpu.iter().any(|&a| need_at[a] > 1e-6) {
                     actions.push(keep(pid, Why::RoomTaken));
                     continue;
                 }

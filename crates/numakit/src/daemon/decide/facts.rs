@@ -56,9 +56,9 @@ pub(super) fn speedup(q: f64, ratio_now: f64, ratio_after: f64) -> f64 {
 /// whose hypervisor takes time the guest does not see as stolen (a busy
 /// loop reads 0.6 to 0.9 CPU in a test-bed guest on a loaded host; by
 /// those readings three fit a node of two CPUs).
-pub(super) fn demand(p: &ProcInfo) -> f64 {
+pub(super) fn demand(p: &ProcInfo, cfg: &Config) -> f64 {
     let busy = p.cpu_use + p.cpu_wait.max(0.0);
-    if p.threads <= 1 && busy >= 0.5 {
+    if p.threads <= 1 && busy >= cfg.busy_thread_cpu {
         return 1.0;
     }
     busy.clamp(0.0, f64::from(p.threads.max(1)))
@@ -77,9 +77,9 @@ pub(super) fn is_restricted(v: &View, p: &ProcInfo) -> bool {
 /// over the window. Only its affinity's nodes: a process bound during the
 /// window ran partly elsewhere, and counting that part where it ran would
 /// leave half its load off the node it is now bound to.
-pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &[f64]) -> Vec<f64> {
+pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &[f64], cfg: &Config) -> Vec<f64> {
     let nodes = v.idx(&p.affinity);
-    let need = demand(p);
+    let need = demand(p, cfg);
     let ran: f64 = nodes.iter().map(|&a| own_cpu[a]).sum();
     let cap: f64 = nodes.iter().map(|&a| v.cpus(a)).sum();
     let mut out = vec![0.0; v.n()];
@@ -103,9 +103,9 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
     }
     let mem = v.by_id(p.mem_per_node.iter().map(|(k, x)| (*k, *x as f64)));
     let scope = if p.cpuset.is_empty() { v.all_cpu.clone() } else { p.cpuset.intersection(&v.all_cpu) };
-    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu) } else { vec![0.0; v.n()] };
+    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu, cfg) } else { vec![0.0; v.n()] };
     let (q, measured) = match p.mem_stall_share {
-        Some(q) if q.is_finite() => (q.clamp(0.0, 0.95), true),
+        Some(q) if q.is_finite() => (q.clamp(0.0, cfg.max_stall_share), true),
         _ => (cfg.default_stall_share, false),
     };
     Facts {

@@ -133,7 +133,8 @@ impl<'a> Scan<'a> {
         let now = snap.time_s;
         let mut h = history.clone();
         h.version = 1;
-        let elapsed = h.last_time_s.map_or(cfg.interval_s, |t| (now - t).clamp(0.0, 4.0 * cfg.interval_s));
+        let elapsed =
+            h.last_time_s.map_or(cfg.interval_s, |t| (now - t).clamp(0.0, cfg.max_budget_intervals * cfg.interval_s));
         h.last_time_s = Some(now);
         let page = cfg.page_bytes.max(1);
         let budget_full = (cfg.pages_per_s as f64 * elapsed) as u64;

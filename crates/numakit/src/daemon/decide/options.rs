@@ -40,11 +40,11 @@ pub(super) fn spread(v: &View, f: &Facts, t: &[usize]) -> Vec<f64> {
 /// placements (undone to make room); never anything bound by someone else:
 /// on every node of `t`, that bound load plus the process's share stays
 /// within the node's CPUs.
-pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64) -> Option<Fit> {
-    const SLACK: f64 = 0.25;
+pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64, cfg: &Config) -> Option<Fit> {
+    let slack = cfg.cpu_slack;
     let c_after = spread(v, f, t);
     let mut ours_at = vec![0.0; v.n()];
-    for x in undoable(book, f, need) {
+    for x in undoable(book, f, need, cfg) {
         for &a in t {
             ours_at[a] += x.1[a];
         }
@@ -61,7 +61,7 @@ pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64) 
     let must_unpin: f64 = unpin_at.iter().sum();
     let avail: f64 = t.iter().map(|&a| book.free_cpus[a] + f.own_cpu[a]).sum();
     let short = (need - avail).max(0.0);
-    if short <= SLACK && must_unpin <= 1e-6 {
+    if short <= slack && must_unpin <= 1e-6 {
         return Some(Fit { displaced: 0.0, unpin: 0.0, unpin_at });
     }
     let unbound: f64 = t
@@ -69,11 +69,11 @@ pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64) 
         .map(|&a| (v.cpus(a) - book.free_cpus[a] - f.own_cpu[a] - (book.bound[a] - f.own_bound[a])).max(0.0))
         .sum();
     let unpin = must_unpin.max(short - unbound).max(0.0);
-    if unpin > t.iter().map(|&a| ours_at[a]).sum::<f64>() + SLACK {
+    if unpin > t.iter().map(|&a| ours_at[a]).sum::<f64>() + slack {
         return None;
     }
     let elsewhere: f64 = (0..v.n()).filter(|a| !t.contains(a)).map(|a| f.own_cpu[a] + book.free_cpus[a]).sum();
-    if short > elsewhere + SLACK {
+    if short > elsewhere + slack {
         return None;
     }
     Some(Fit { displaced: short.max(unpin), unpin, unpin_at })
@@ -112,9 +112,9 @@ impl Opt {
 /// grown from every node, as `place::auto` does for `run --auto` (among
 /// equally near nodes, those with more CPUs the process could have: not
 /// bound by others, numakit's pins it may undo counted as available).
-pub(super) fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book) -> Vec<Vec<usize>> {
+pub(super) fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book, cfg: &Config) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let need = demand(p);
+    let need = demand(p, cfg);
     let mem_need: f64 = f.mem.iter().sum();
     let home_mem = |set: &[usize]| -> f64 {
         let mut hs: Vec<usize> = set.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
@@ -131,13 +131,14 @@ pub(super) fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book) -> Vec
     // is): on uneven machines a process may fit a few big nodes nominally
     // while the room it needs is only to be had on groups of small ones.
     let mut avail: Vec<f64> = (0..v.n()).map(|a| v.cpus(a) - (book.bound[a] - f.own_bound[a])).collect();
-    for x in undoable(book, f, need) {
+    for x in undoable(book, f, need, cfg) {
         for (a, l) in x.1.iter().enumerate() {
             avail[a] += l;
         }
     }
     // (In half CPUs: fractions of spread loads do not reorder equals.)
-    let avail: Vec<f64> = avail.iter().map(|x| (x * 2.0).round() / 2.0).collect();
+    let step = cfg.cpu_room_step;
+    let avail: Vec<f64> = avail.iter().map(|x| (x / step).round() * step).collect();
     for &start in &f.allowed {
         let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
         others.sort_by(|&x, &y| {
@@ -175,8 +176,8 @@ pub(super) fn evaluate(
     unbound: bool,
     migrate: bool,
 ) -> Option<Opt> {
-    let need = demand(p);
-    let fit = cpu_fit(v, f, t, book, need)?;
+    let need = demand(p, cfg);
+    let fit = cpu_fit(v, f, t, book, need, cfg)?;
     let displaced = fit.displaced;
     // Memory destinations: the home memory of the CPU nodes.
     let mut dest: Vec<usize> = t.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
@@ -246,12 +247,13 @@ pub(super) fn evaluate(
                 .filter(|&&x| x != d && room[x] >= page && cpuless.contains(&x) == cpuless.contains(&d))
                 .map(|&x| fill(x, &mem_after))
                 .fold(f64::INFINITY, f64::min);
-            // (At least d's share of what is left, and never less than 64
-            // MiB at a time, so moves are not split into slivers.)
+            // (At least d's share of what is left, and never less than
+            // `min_chunk_bytes` at a time, so moves are not split into
+            // slivers.)
             let w_all = if cpuless.contains(&d) { w_slow } else { w_fast };
             let share = if w_all > 0.0 { left * w_of(d) / w_all } else { left / targets.len().max(1) as f64 };
             let level = if next.is_finite() && w_of(d) > 0.0 {
-                (next * w_of(d) - mem_after[d]).max(share).max(64.0 * 1024.0 * 1024.0)
+                (next * w_of(d) - mem_after[d]).max(share).max(cfg.min_chunk_bytes as f64)
             } else {
                 f64::INFINITY
             };
@@ -313,7 +315,7 @@ pub(super) fn evaluate(
                 .sum::<f64>()
                 / away.len() as f64;
             let loss = -speedup(f.q, ratio_after, mean);
-            protect = (loss / (1.0 - loss).max(1e-9)).max(0.0) * drift_p * 0.5;
+            protect = (loss / (1.0 - loss).max(1e-9)).max(0.0) * drift_p * cfg.drift_protect_weight;
         }
     }
     let gain = gain_now + protect;
@@ -322,7 +324,7 @@ pub(super) fn evaluate(
     // counted twice for the time they run remote before it does.
     let disp_mem = if displaced > 0.0 {
         let per: f64 = t.iter().map(|&a| others_mem_per_cpu(book, f, a)).sum::<f64>() / t.len().max(1) as f64;
-        2.0 * displaced * per
+        cfg.displaced_mem_factor * displaced * per
     } else {
         0.0
     };
