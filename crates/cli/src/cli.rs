@@ -57,6 +57,11 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::cmd::completions::CompletionsArgs),
+    /// Write every man page into DIR (for packagers; scripts/build-deb).
+    #[command(hide = true)]
+    Manpages(crate::cmd::manpages::ManpagesArgs),
 }
 
 /// `numakit topo`.

@@ -6,9 +6,11 @@ pub mod advise;
 pub mod bench;
 mod common;
 pub mod compare;
+pub mod completions;
 pub mod ctl;
 pub mod daemon;
 pub mod exporter;
+pub mod manpages;
 mod migrate;
 pub mod numactl;
 mod pin;
@@ -51,5 +53,7 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Advise(args) => advise::run(&sys, &args),
         Command::Simulate(args) => simulate::run(&sys, &args),
         Command::Numactl { args } => numactl::run(&sys, &args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Manpages(args) => manpages::run(&args),
     }
 }

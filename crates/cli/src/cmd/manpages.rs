@@ -1,0 +1,547 @@
+//! `numakit manpages DIR` (hidden, for packagers and scripts/build-deb):
+//! a man page for `numakit` and one for every subcommand, nested ones
+//! included (`numakit-tune-set.1`), rendered by clap_mangen from the one
+//! clap definition (`crate::cli`). clap does not know what a command exits
+//! with or which files it reads and writes; [`notes`] says that for every
+//! page, with the default paths taken from the library's constants, and
+//! the pages get EXIT STATUS, FILES and SEE ALSO sections from it. A
+//! subcommand without notes fails the tests below.
+
+use std::path::PathBuf;
+
+use clap::{Args, Command, CommandFactory};
+use clap_mangen::roff::{bold, italic, roman, Roff};
+use clap_mangen::Man;
+use numakit::daemon::settings::Settings;
+use numakit::place::auto::EX_TEMPFAIL;
+use numakit::tune;
+
+use crate::cli::Cli;
+use crate::Failure;
+
+/// `numakit manpages`.
+#[derive(Debug, Args)]
+pub struct ManpagesArgs {
+    /// Folder to write the pages into (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+/// One rendered page.
+#[derive(Debug)]
+pub struct Page {
+    /// The file name: `numakit-tune-set.1`.
+    pub file: String,
+    /// The page in roff.
+    pub roff: String,
+}
+
+/// An exit code (or codes) and what it means.
+type Code = (String, &'static str);
+/// A file or folder and what the command does with it.
+type File = (String, &'static str);
+
+/// What a page says that the clap definition does not.
+struct Notes {
+    exit: Vec<Code>,
+    files: Vec<File>,
+    see_also: &'static [&'static str],
+}
+
+fn code(c: impl ToString, what: &'static str) -> Code {
+    (c.to_string(), what)
+}
+
+fn file(path: impl Into<String>, what: &'static str) -> File {
+    (path.into(), what)
+}
+
+const OK: &str = "Success.";
+const SYSTEM: &str =
+    "A system error: a file that cannot be read or written, contradictory kernel data, a refused system call.";
+const USAGE: &str = "A usage error: a bad option or value, a --sysroot that is not a Linux root. The message is one line on standard error naming the bad value.";
+
+/// 0, 1, 2 as every command uses them.
+fn usual() -> Vec<Code> {
+    vec![code(0, OK), code(1, SYSTEM), code(2, USAGE)]
+}
+
+/// The files below `/` every command that reads the machine's nodes uses.
+fn nodes_files() -> Vec<File> {
+    vec![
+        file("/sys/devices/system/node/", "The nodes: their CPUs, memory (meminfo), distances and huge pages."),
+        file("/sys/devices/system/cpu/", "Online and possible CPUs."),
+        file("/proc/self/status", "The CPUs and nodes numakit's cpuset allows."),
+    ]
+}
+
+fn with(mut a: Vec<File>, b: Vec<File>) -> Vec<File> {
+    a.extend(b);
+    a
+}
+
+/// The daemon's files, from its built-in defaults.
+fn daemon_files() -> (String, String, String, String) {
+    let s = Settings::default();
+    (
+        s.socket.display().to_string(),
+        s.state_dir.join("state.json").display().to_string(),
+        s.state_dir.join("status.json").display().to_string(),
+        s.log.display().to_string(),
+    )
+}
+
+/// The Debian package's folder of links named after the C tools.
+pub const COMPAT_DIR: &str = "/usr/lib/numakit/compat/";
+
+/// The packaged daemon configuration (the systemd unit passes it with --config).
+pub const DAEMON_CONFIG: &str = "/etc/numakit/daemon.toml";
+
+/// The notes of the page of `path` (the words after `numakit`), or `None`
+/// for a command nobody described yet.
+fn notes(path: &str) -> Option<Notes> {
+    let (socket, state, status, log) = daemon_files();
+    let tune_state = format!("/{}", tune::DEFAULT_STATE);
+    let profiles = format!("/{}/", tune::DEFAULT_PROFILES_DIR);
+    let tempfail = EX_TEMPFAIL;
+    let n = |exit, files, see_also| Some(Notes { exit, files, see_also });
+    let tune_knobs = || {
+        vec![
+            file("/proc/sys/kernel/", "numa_balancing and its scan and promotion knobs."),
+            file("/proc/sys/vm/", "zone_reclaim_mode, numa_stat."),
+            file(
+                "/sys/kernel/mm/",
+                "transparent_hugepage/, numa/demotion_enabled, mempolicy/weighted_interleave/ (node weights).",
+            ),
+            file("/sys/kernel/debug/sched/numa_balancing/", "The scan knobs on kernels that moved them to debugfs."),
+        ]
+    };
+    let tune_state_file = || {
+        file(tune_state.clone(), "The original value of every knob numakit changed, for tune revert (--state, NUMAKIT_TUNE_STATE; below --sysroot when given).")
+    };
+    let profiles_dir = || {
+        file(
+            profiles.clone(),
+            "User profiles, one PROFILE.toml each (--profiles-dir, NUMAKIT_PROFILES_DIR; below --sysroot when given).",
+        )
+    };
+    let socket_file = |what| file(socket.clone(), what);
+    let process_files = || {
+        file("/proc/PID/", "The process: status (allowed CPUs and nodes), task/ (threads, their affinity and last CPU), numa_maps (memory per node).")
+    };
+    match path {
+        "" => n(
+            vec![
+                code(0, OK),
+                code(1, SYSTEM),
+                code(2, USAGE),
+                code(tempfail, "run --auto and advise: the job does not fit now (EX_TEMPFAIL)."),
+                code("126, 127", "run and numactl: the command cannot be run, or is not found."),
+            ],
+            vec![
+                file("/sys/", "The machine (devices/system/node, devices/system/cpu, bus/pci, class/net, class/block, kernel/mm); below --sysroot when given."),
+                file("/proc/", "Processes, counters and sysctls; below --sysroot when given."),
+                file(DAEMON_CONFIG, "The daemon's configuration in the Debian package (its systemd unit passes it with --config)."),
+                file(profiles.clone(), "User profiles of numakit tune."),
+                file(tune_state.clone(), "numakit tune's state file."),
+                file(state.clone(), "The daemon's state."),
+                file(status.clone(), "The daemon's status, read by numakit exporter."),
+                file(log.clone(), "The daemon's decision log."),
+                file(socket.clone(), "The daemon's control socket (numakit ctl, advise, run --auto)."),
+                file(
+                    COMPAT_DIR,
+                    "In the Debian package: numactl, numastat and migratepages, links to numakit, for an administrator to put first in PATH. Invoked as numactl, numakit behaves as numactl.",
+                ),
+            ],
+            &["numactl(8)", "numastat(8)", "migratepages(8)", "taskset(1)"],
+        ),
+        "topo" => n(
+            usual(),
+            with(
+                nodes_files(),
+                vec![
+                    file("/sys/devices/system/cpu/cpu*/", "Core and package ids, caches."),
+                    file("/sys/bus/pci/devices/", "PCI devices and their nodes."),
+                    file("/sys/class/net/, /sys/class/block/", "Network and block devices on those PCI devices."),
+                ],
+            ),
+            &["numactl(8)", "lstopo(1)"],
+        ),
+        "run" => n(
+            vec![
+                code("0", "With --dry-run: the plan was printed."),
+                code(1, "The placement could not be applied (a refused system call)."),
+                code(2, "A usage error: bad option, unknown or disallowed node or CPU, memory-less or CPU-less node, empty intersection. Nothing was run."),
+                code(tempfail, "With --auto: no node can take the job now (EX_TEMPFAIL); nothing was run."),
+                code(126, "The command cannot be run."),
+                code(127, "The command is not found."),
+                code("other", "The command's own: numakit replaced itself with it."),
+            ],
+            with(
+                nodes_files(),
+                vec![
+                    file("/proc/sys/kernel/osrelease", "The kernel version: which policies it has (--preferred-many, --weighted-interleave)."),
+                    file("/sys/class/net/, /sys/class/block/, /sys/bus/pci/devices/", "The I/O specifiers netdev:, block:, file: and pci:."),
+                    file("/proc/net/route, /proc/net/ipv6_route", "The I/O specifier ip:HOST (the interface the route leaves through)."),
+                    socket_file("With --auto: the running daemon's view of the nodes, if it answers."),
+                    file("/proc/stat", "With --auto and no daemon: CPU use, sampled over 200 ms."),
+                ],
+            ),
+            &["numactl(8)", "set_mempolicy(2)", "sched_setaffinity(2)"],
+        ),
+        "show" => n(
+            usual(),
+            with(nodes_files(), vec![process_files()]),
+            &["numactl(8)"],
+        ),
+        "pin" => n(
+            vec![code(0, OK), code(1, "A system error, or some threads could not be pinned (listed)."), code(2, "A usage error: a bad list, no such process.")],
+            with(nodes_files(), vec![file("/proc/PID/task/", "The threads whose affinity is set.")]),
+            &["taskset(1)", "sched_setaffinity(2)"],
+        ),
+        "migrate" => n(
+            vec![
+                code(0, OK),
+                code(1, "A system error, not enough free memory on the target (without --force), or pages that did not move (counted)."),
+                code(2, "A usage error: a bad node list, no such process."),
+            ],
+            with(nodes_files(), vec![process_files()]),
+            &["migratepages(8)", "migrate_pages(2)", "move_pages(2)"],
+        ),
+        "stat" => n(
+            usual(),
+            vec![
+                file("/sys/devices/system/node/node*/", "numastat (allocation counters), meminfo and hugepages/ per node."),
+                file("/proc/vmstat", "AutoNUMA activity (numa_* and pgmigrate_* counters)."),
+                file("/proc/meminfo", "Memory of the whole machine (-m)."),
+                file("/proc/PID/", "With -p: cmdline and comm (to match names), numa_maps (memory per node)."),
+            ],
+            &["numastat(8)"],
+        ),
+        "top" => n(
+            usual(),
+            with(
+                nodes_files(),
+                vec![
+                    file("/proc/stat, /proc/vmstat", "CPU busy and AutoNUMA activity."),
+                    file("/proc/PID/", "stat and status of every process, numa_maps of those shown."),
+                    file("/etc/passwd", "User names (--user)."),
+                ],
+            ),
+            &["top(1)", "numastat(8)"],
+        ),
+        "exporter" => n(
+            vec![
+                code(0, "Never while serving: it runs until killed."),
+                code(1, "The address cannot be listened on, or the system cannot be read."),
+                code(2, "A usage error: a bad --listen address."),
+            ],
+            vec![
+                file("/sys/devices/system/node/node*/", "numastat, meminfo and hugepages/ per node, on every scrape."),
+                file("/proc/vmstat", "AutoNUMA counters."),
+                file("/proc/PID/", "stat of every process, numa_maps of the --top largest."),
+                file(status.clone(), "The daemon's status (--daemon-status): its families are exported while the file exists."),
+            ],
+            &["numakit-daemon(1)"],
+        ),
+        "tune" => n(
+            vec![
+                code(0, OK),
+                code(1, "A system error (a knob could not be written: the writes made are rolled back), or with check --against: a difference."),
+                code(2, "A usage error: an unknown knob, a bad value, a bad profile, not root."),
+            ],
+            with(tune_knobs(), vec![tune_state_file(), profiles_dir()]),
+            &["sysctl(8)"],
+        ),
+        "tune show" => n(usual(), with(tune_knobs(), vec![tune_state_file()]), &[]),
+        "tune set" | "tune apply" | "tune revert" => n(
+            vec![
+                code(0, OK),
+                code(1, "A system error: a knob could not be written (the writes made are rolled back), the state file cannot be written."),
+                code(2, "A usage error: an unknown knob, a bad value or profile, not root (without --dry-run)."),
+            ],
+            with(
+                tune_knobs(),
+                vec![
+                    tune_state_file(),
+                    file(format!("{tune_state}.lock"), "Locked while numakit tune writes: one at a time."),
+                ],
+            )
+            .into_iter()
+            .chain((path == "tune apply").then(profiles_dir))
+            .collect(),
+            &["sysctl(8)"],
+        ),
+        "tune profiles" => n(
+            vec![code(0, OK), code(1, SYSTEM), code(2, "A profile file is invalid (each is named on standard error; the others are listed).")],
+            vec![profiles_dir()],
+            &[],
+        ),
+        "tune check" => n(
+            vec![code(0, OK), code(1, "A system error, or with --against: this host differs from the baseline."), code(2, USAGE)],
+            with(
+                tune_knobs(),
+                vec![
+                    file("/sys/devices/system/cpu/", "SMT, cpufreq governors and boost, cpuidle states."),
+                    file("/sys/devices/system/node/node*/hugepages/", "Huge pages per node."),
+                    file("/proc/PID/comm", "Running irqbalance, numad and tuned."),
+                ],
+            ),
+            &[],
+        ),
+        "bench" | "bench bandwidth" | "bench latency" | "bench loaded" => n(
+            usual(),
+            with(nodes_files(), vec![file("/sys/devices/system/cpu/cpu*/cache/", "Cache sizes (the default buffer sizes).")]),
+            &["numakit-compare(1)"],
+        ),
+        "compare" => n(
+            vec![
+                code(0, "The experiment ran; the report says which configuration is better and how sure that is."),
+                code(1, "A system error: a run failed, a file cannot be read or written."),
+                code(2, "A usage error: a bad configuration, experiment file or option."),
+            ],
+            vec![],
+            &["numakit-run(1)", "numakit-tune(1)"],
+        ),
+        "daemon" => n(
+            vec![
+                code(0, "Stopped by SIGTERM or SIGINT (every global setting it changed restored), or after --scans."),
+                code(1, "A system error: another daemon answers on the socket, the state folder or socket cannot be written."),
+                code(2, "A usage error: a bad configuration file or option, an unknown ctl_group."),
+            ],
+            with(
+                nodes_files(),
+                vec![
+                    file(DAEMON_CONFIG, "The configuration the Debian package's systemd unit (numakit-daemon.service) passes with --config. Without --config, the built-in defaults."),
+                    file(state.clone(), "History, ctl lists, each process's original placement, changed globals; written before and after every action (state_dir)."),
+                    file(status.clone(), "Status after every scan, read by numakit exporter (state_dir)."),
+                    file(log.clone(), "One JSON object per decision (log)."),
+                    file(socket.clone(), "The control socket, mode 0660, group ctl_group (socket)."),
+                    file("/proc/PID/", "stat, status, cgroup, statm, numa_maps and task/*/schedstat of the processes it watches."),
+                    file("/proc/sys/kernel/numa_balancing", "AutoNUMA: read; turned off while it runs with autonuma = \"disable\", and restored."),
+                    file("/etc/group", "The ctl_group."),
+                ],
+            ),
+            &["numakit-ctl(1)", "numakit-advise(1)", "numad(8)", "systemd.service(5)"],
+        ),
+        "ctl" | "ctl status" | "ctl exclude" | "ctl include" | "ctl forget" | "ctl reload" | "ctl decisions" => n(
+            vec![
+                code(0, OK),
+                code(1, "The daemon cannot be reached, refused the request (not root nor in ctl_group), or failed it."),
+                code(2, "A usage error: a bad option or target, an unreadable --config."),
+            ],
+            vec![
+                socket_file("The daemon's control socket (--socket, or the socket of --config)."),
+                file(DAEMON_CONFIG, "Read only when given with --config, for its socket."),
+            ],
+            &["numakit-daemon(1)"],
+        ),
+        "advise" => n(
+            vec![
+                code(0, "The advice was printed."),
+                code(1, SYSTEM),
+                code(2, USAGE),
+                code(tempfail, "No node can take the job now (EX_TEMPFAIL)."),
+            ],
+            with(
+                nodes_files(),
+                vec![
+                    socket_file("The running daemon's view of the nodes, if it answers (--socket; not with --no-daemon)."),
+                    file("/proc/stat", "Without the daemon: CPU use, sampled over 200 ms."),
+                ],
+            ),
+            &["numakit-run(1)", "numakit-daemon(1)"],
+        ),
+        "simulate" => n(usual(), vec![], &["numakit-daemon(1)", "numad(8)"]),
+        "numactl" => n(
+            vec![
+                code(0, "Success (--show, --hardware)."),
+                code(1, "Any error, as numactl exits."),
+                code(126, "The command cannot be run."),
+                code(127, "The command is not found."),
+                code("other", "Running a command: the command's own (numakit replaced itself with it)."),
+            ],
+            with(nodes_files(), vec![file("/proc/sys/kernel/osrelease", "Which policies the kernel has.")]),
+            &["numactl(8)", "numakit-run(1)"],
+        ),
+        "completions" => n(
+            vec![code(0, OK), code(2, "A usage error: an unknown shell.")],
+            vec![
+                file("/usr/share/bash-completion/completions/numakit", "Where the Debian package installs the bash script."),
+                file("/usr/share/zsh/vendor-completions/_numakit", "... the zsh script."),
+                file("/usr/share/fish/vendor_completions.d/numakit.fish", "... the fish script."),
+            ],
+            &[],
+        ),
+        _ => None,
+    }
+}
+
+/// Every page: numakit's and each visible subcommand's, depth first.
+pub fn pages() -> Vec<Page> {
+    let mut root = Cli::command().disable_help_subcommand(true);
+    root.build();
+    let version = root.get_version().unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    walk(&root, &mut Vec::new(), &version, &mut out);
+    out
+}
+
+fn walk(cmd: &Command, path: &mut Vec<String>, version: &str, out: &mut Vec<Page>) {
+    out.push(render(cmd, path, version));
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        path.push(sub.get_name().to_string());
+        walk(sub, path, version, out);
+        path.pop();
+    }
+}
+
+fn render(cmd: &Command, path: &[String], version: &str) -> Page {
+    let man = Man::new(cmd.clone()).source(format!("numakit {version}")).manual("numakit manual");
+    let mut roff = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = man.render_title(&mut roff);
+    let _ = man.render_name_section(&mut roff);
+    let _ = man.render_synopsis_section(&mut roff);
+    let _ = man.render_description_section(&mut roff);
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        let _ = man.render_options_section(&mut roff);
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        let _ = man.render_subcommands_section(&mut roff);
+    }
+    if let Some(notes) = notes(&path.join(" ")) {
+        roff.extend_from_slice(sections(&notes, path).render().as_bytes());
+    }
+    Page { file: format!("{}.1", man_name(path)), roff: once_preamble(&String::from_utf8_lossy(&roff)) }
+}
+
+/// The sections rendered one by one each start with roff's apostrophe
+/// preamble (two lines); once, at the top, is enough.
+fn once_preamble(roff: &str) -> String {
+    let mut seen = false;
+    let mut out = String::with_capacity(roff.len());
+    let mut lines = roff.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.starts_with(".ie \\n(.g .ds Aq") && lines.peek().is_some_and(|l| l.starts_with(".el .ds Aq")) {
+            let next = lines.next().unwrap_or_default();
+            if seen {
+                continue;
+            }
+            seen = true;
+            out.push_str(line);
+            out.push('\n');
+            out.push_str(next);
+            out.push('\n');
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn man_name(path: &[String]) -> String {
+    std::iter::once("numakit").chain(path.iter().map(String::as_str)).collect::<Vec<_>>().join("-")
+}
+
+fn sections(notes: &Notes, path: &[String]) -> Roff {
+    let mut r = Roff::new();
+    r.control("SH", ["EXIT STATUS"]);
+    for (c, what) in &notes.exit {
+        r.control("TP", []).text([bold(c.as_str())]).text([roman(*what)]);
+    }
+    r.control("SH", ["FILES"]);
+    if notes.files.is_empty() {
+        r.text([roman("None besides those named on the command line.")]);
+    }
+    for (f, what) in &notes.files {
+        r.control("TP", []).text([italic(f.as_str())]).text([roman(*what)]);
+    }
+    let mut see: Vec<String> = Vec::new();
+    if !path.is_empty() {
+        see.push(format!("{}(1)", man_name(&path[..path.len() - 1])));
+    }
+    see.extend(notes.see_also.iter().map(|s| s.to_string()));
+    if !see.is_empty() {
+        r.control("SH", ["SEE ALSO"]);
+        let items: Vec<_> =
+            see.iter().enumerate().map(|(i, s)| roman(if i == 0 { s.clone() } else { format!(", {s}") })).collect();
+        r.text(items);
+    }
+    r
+}
+
+/// Runs `numakit manpages`.
+pub fn run(args: &ManpagesArgs) -> anyhow::Result<u8> {
+    let err = |e: std::io::Error| Failure::system(format!("{}: {e}", args.dir.display()));
+    std::fs::create_dir_all(&args.dir).map_err(err)?;
+    for page in pages() {
+        let path = args.dir.join(&page.file);
+        std::fs::write(&path, &page.roff)
+            .map_err(|e| Failure::system(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page<'a>(pages: &'a [Page], file: &str) -> &'a str {
+        &pages.iter().find(|p| p.file == file).unwrap_or_else(|| panic!("no page {file}")).roff
+    }
+
+    #[test]
+    fn every_subcommand_has_a_page_with_exit_status_and_files() {
+        let pages = pages();
+        let mut want = vec!["numakit.1".to_string()];
+        fn names(cmd: &Command, prefix: &str, want: &mut Vec<String>) {
+            for s in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+                let name = format!("{prefix}-{}", s.get_name());
+                want.push(format!("{name}.1"));
+                names(s, &name, want);
+            }
+        }
+        names(&Cli::command(), "numakit", &mut want);
+        let have: Vec<String> = pages.iter().map(|p| p.file.clone()).collect();
+        assert_eq!(have, want);
+        assert!(have.len() > 30 && have.contains(&"numakit-tune-set.1".to_string()), "{have:?}");
+        for p in &pages {
+            for s in ["NAME", "SYNOPSIS", "DESCRIPTION", "\"EXIT STATUS\"", "FILES"] {
+                let why = "(a new subcommand? say its exit codes and files in notes())";
+                assert!(p.roff.contains(&format!("\n.SH {s}\n")), "{}: no {s} section {why}", p.file);
+            }
+            assert!(p.roff.contains(&format!("\n.TH {} 1 ", p.file.trim_end_matches(".1"))), "{}", p.file);
+            assert_eq!(p.roff.matches(".ds Aq").count(), 2, "{}: one preamble", p.file);
+        }
+        assert!(!have.iter().any(|f| f.contains("manpages") || f.contains("help")), "{have:?}");
+    }
+
+    #[test]
+    fn pages_name_the_codes_and_paths_the_code_uses() {
+        let pages = pages();
+        let s = Settings::default();
+        // Exit 75 where the job may not fit.
+        for f in ["numakit-run.1", "numakit-advise.1", "numakit.1"] {
+            assert!(page(&pages, f).contains(&format!("\\fB{EX_TEMPFAIL}\\fR")), "{f}");
+        }
+        assert!(!page(&pages, "numakit-topo.1").contains(&format!("\\fB{EX_TEMPFAIL}\\fR")));
+        let daemon = page(&pages, "numakit-daemon.1");
+        for p in [s.socket.clone(), s.state_dir.join("state.json"), s.state_dir.join("status.json"), s.log.clone()] {
+            assert!(daemon.contains(&p.display().to_string().replace('-', "\\-")), "daemon page lacks {}", p.display());
+        }
+        assert!(daemon.contains(&DAEMON_CONFIG.replace('-', "\\-")));
+        let set = page(&pages, "numakit-tune-set.1");
+        assert!(set.contains(&format!("/{}", tune::DEFAULT_STATE).replace('-', "\\-")), "{set}");
+        assert!(page(&pages, "numakit-tune-apply.1").contains(tune::DEFAULT_PROFILES_DIR));
+        // The exporter's default --daemon-status is the daemon's status file.
+        let cmd = Cli::command();
+        let exporter = cmd.find_subcommand("exporter").expect("exporter");
+        let arg = exporter.get_arguments().find(|a| a.get_id() == "daemon_status").expect("--daemon-status");
+        assert_eq!(arg.get_default_values(), [s.state_dir.join("status.json").as_os_str()]);
+        // Nested pages point to their parent; options come from clap.
+        assert!(set.contains("numakit\\-tune(1)"), "{set}");
+        assert!(page(&pages, "numakit-run.1").contains("\\-\\-cpunodebind"));
+    }
+}
