@@ -213,7 +213,7 @@ fn notes(path: &str) -> Option<Notes> {
             vec![
                 file("/sys/devices/system/node/node*/", "numastat (allocation counters), meminfo and hugepages/ per node."),
                 file("/proc/vmstat", "AutoNUMA activity (numa_* and pgmigrate_* counters)."),
-                file("/proc/meminfo", "Memory of the whole machine (-m)."),
+                file("/proc/meminfo", "With -m where the kernel has no node folders: the machine as node 0."),
                 file("/proc/PID/", "With -p: cmdline and comm (to match names), numa_maps (memory per node)."),
             ],
             &["numastat(8)"],
