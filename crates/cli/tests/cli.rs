@@ -90,3 +90,36 @@ fn help_never_reads_the_system_and_broken_pipe_is_quiet() {
     let out = child.wait_with_output().expect("wait");
     assert!(out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains("error"));
 }
+
+/// Errors of `pin` and `migrate` name the option as typed (they used
+/// numactl's names: `--physcpubind 7`, `--membind 5`), and a move with no
+/// source node says so.
+#[test]
+fn pin_and_migrate_name_their_own_options() {
+    let me = std::process::id().to_string();
+    let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    for (args, want) in [
+        (vec!["pin", &me, "--cpus", "4095"], "numakit: --cpus 4095: "),
+        (vec!["pin", &me, "--nodes", "1023"], "numakit: --nodes 1023: "),
+        (vec!["migrate", &me, "--to", "1023"], "numakit: --to 1023: "),
+        (vec!["migrate", &me, "--from", "1023", "--to", "0"], "numakit: --from 1023: "),
+    ] {
+        let o = nk(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(err(&o).starts_with(want), "{args:?}: {}", err(&o));
+    }
+    let o = nk(&["migrate", &me, "--to", "0", "--dry-run"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!out.contains("node(s)  to") && !out.contains("node(s) to"), "{out}");
+}
+
+/// `ip:` takes the interface the kernel routes through: the machine's own
+/// addresses go through `lo` (the local table), not the default route.
+#[test]
+fn ip_specifier_of_a_local_address_is_lo() {
+    let o = nk(&["run", "--dry-run", "-N", "ip:127.0.0.1", "--", "true"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("route to 127.0.0.1 leaves through lo"), "{e}");
+}

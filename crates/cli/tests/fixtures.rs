@@ -228,3 +228,40 @@ fn json_has_the_documented_shape_on_every_dump() {
         assert_eq!(v["distances"].as_array().expect("d").len(), n, "{}", f.name);
     }
 }
+
+/// Machines whose shape the text view and the checks once got wrong:
+/// a hybrid CPU (cores of two and one threads), cores the kernel does not
+/// group (s390), and a generic-initiator node (no CPUs, no memory).
+#[test]
+fn odd_machines_are_described_as_they_are() {
+    let nk = |root: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_numakit"))
+            .arg("--sysroot")
+            .arg(root)
+            .args(args)
+            .output()
+            .expect("run numakit")
+    };
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    if let Some(r) = common::fixture_root("20em64t-hybrid-1p6c2t+2ca4co1t") {
+        let t = text(&nk(&r, &["topo"]).stdout);
+        assert!(t.contains("node 0: 6 cores x 2 threads + 8 cores x 1 thread, CPUs 0-19"), "{t}");
+    }
+    if let Some(r) = common::fixture_root("2s390-2c") {
+        let t = text(&nk(&r, &["topo"]).stdout);
+        assert!(t.contains("node 0: cores unknown, CPUs 0-1") && !t.contains("0 cores"), "{t}");
+    }
+    if let Some(r) = common::fixture_root("fakememinitiators-1np2c+1npp+gi") {
+        let t = text(&nk(&r, &["topo"]).stdout);
+        let row = t.lines().find(|l| l.starts_with("4 ")).unwrap_or_default();
+        assert!(row.contains("- (generic initiator)") && !row.contains("memory only"), "{t}");
+        let j: serde_json::Value = serde_json::from_slice(&nk(&r, &["topo", "--json"]).stdout).expect("json");
+        let n4 = j["nodes"].as_array().and_then(|n| n.iter().find(|n| n["id"] == 4)).cloned().unwrap_or_default();
+        assert_eq!((n4["generic_initiator"].as_bool(), n4["has_cpu"].as_bool()), (Some(true), Some(false)), "{n4}");
+        assert_eq!(j["nodes"][0]["generic_initiator"], false);
+        let o = nk(&r, &["run", "--dry-run", "-m", "4", "--", "true"]);
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains("node 4 has no memory (a generic initiator") && !e.contains("CPU node"), "{e}");
+    }
+}

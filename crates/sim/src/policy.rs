@@ -153,6 +153,7 @@ impl StaticBind {
                 has_cpu: n.cpus > 0,
                 has_memory: n.mem_bytes > 0,
                 online: true,
+                generic_initiator: false,
                 distances: m.model.distances[i].clone(),
                 access: Vec::new(),
                 memory_tier: None,

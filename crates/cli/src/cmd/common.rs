@@ -41,6 +41,17 @@ pub fn parse_reserve(topo: &Topology, r: Option<&String>) -> Result<CpuSet, Fail
     }
 }
 
+/// A placement error for an option numakit's own command calls otherwise
+/// (`migrate --to`, `pin --cpus`): the message names the option as the
+/// user typed it, not numactl's name for it. A usage error.
+pub fn as_typed(e: &numakit::place::PlaceError, kind: numakit::place::OptKind, typed: &str) -> Failure {
+    let msg = e.to_string();
+    Failure::usage(match msg.strip_prefix(kind.flag()) {
+        Some(rest) => format!("{typed}{rest}"),
+        None => msg,
+    })
+}
+
 /// The running kernel's version.
 pub fn kernel_version(sys: &SysRoot) -> Option<(u32, u32)> {
     sys.read("proc/sys/kernel/osrelease").ok().flatten().and_then(|t| numakit::place::parse_kernel_version(&t))

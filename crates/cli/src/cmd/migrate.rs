@@ -20,7 +20,7 @@ use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 use serde::Serialize;
 
-use super::common::read_error;
+use super::common::{as_typed, read_error};
 use crate::cli::MigrateArgs;
 use crate::Failure;
 
@@ -44,9 +44,11 @@ struct Report {
     after: BTreeMap<u32, u64>,
 }
 
-fn nodes(sys: &SysRoot, topo: &Topology, flag: OptKind, v: &str) -> Result<NodeSet, Failure> {
+/// The nodes of `--to`/`--from` (`typed`), checked as `--membind` is.
+fn nodes(sys: &SysRoot, topo: &Topology, typed: &str, v: &str) -> Result<NodeSet, Failure> {
+    let flag = OptKind::MemBind;
     let req = Request { opts: vec![PolicyOpt { kind: flag, value: Some(v.to_string()) }], balancing: false, all: true };
-    let plan = req.resolve(&Context { topo, sys, kernel: None }).map_err(|e| Failure::usage(e.to_string()))?;
+    let plan = req.resolve(&Context { topo, sys, kernel: None }).map_err(|e| as_typed(&e, flag, typed))?;
     Ok(plan.memory.map(|m| m.nodes).unwrap_or_default())
 }
 
@@ -85,10 +87,10 @@ pub fn run(sys: &SysRoot, args: &MigrateArgs) -> anyhow::Result<u8> {
         };
         ("move_pages", topo.memory_nodes().difference(&target), target)
     } else {
-        let to = nodes(sys, &topo, OptKind::MemBind, args.to.as_deref().unwrap_or(""))?;
+        let to = nodes(sys, &topo, "--to", args.to.as_deref().unwrap_or(""))?;
         match &args.from {
             Some(f) => {
-                let from = nodes(sys, &topo, OptKind::MemBind, f)?;
+                let from = nodes(sys, &topo, "--from", f)?;
                 ("migrate_pages", from, to)
             }
             None => ("move_pages", topo.memory_nodes().difference(&to), to),
@@ -153,9 +155,9 @@ pub fn run(sys: &SysRoot, args: &MigrateArgs) -> anyhow::Result<u8> {
     }
     if !args.dry_run {
         crate::output::applied(format!(
-            "pid {}: pages moved from node(s) {} to node(s) {}",
+            "pid {}: pages moved {} to node(s) {}",
             args.pid,
-            report.from.to_list(),
+            sources(&report.from),
             report.to.to_list()
         ));
     }
@@ -195,15 +197,25 @@ fn move_all(sys: &SysRoot, pid: i32, target: u32, report: &mut Report) -> Result
     }
 }
 
+/// Where pages come from, for people: `from node(s) 1-2`, or `from no
+/// other node` when the target is the only node with memory.
+fn sources(from: &NodeSet) -> String {
+    if from.is_empty() {
+        "from no other node".into()
+    } else {
+        format!("from node(s) {}", from.to_list())
+    }
+}
+
 fn print_report(r: &Report) -> std::io::Result<()> {
     let verb = if r.dry_run { "would move" } else { "moved" };
     outln!(
-        "pid {} ({}): {} {} from node(s) {} to node(s) {}; {} free on the target",
+        "pid {} ({}): {} {} {} to node(s) {}; {} free on the target",
         r.pid,
         r.method,
         verb,
         gib(r.bytes_to_move),
-        r.from.to_list(),
+        sources(&r.from),
         r.to.to_list(),
         gib(r.target_free_bytes)
     );

@@ -9,7 +9,7 @@ use numakit::topo::Topology;
 use numakit::{place, procs};
 use serde::Serialize;
 
-use super::common::read_error;
+use super::common::{as_typed, read_error};
 use crate::cli::PinArgs;
 use crate::Failure;
 
@@ -29,10 +29,14 @@ struct Failed {
 
 /// Resolves `--cpus`/`--nodes` against the machine (checks as `run` does).
 fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet, Failure> {
-    let kind = if args.cpus.is_some() { place::OptKind::PhysCpuBind } else { place::OptKind::CpuNodeBind };
+    let (kind, typed) = if args.cpus.is_some() {
+        (place::OptKind::PhysCpuBind, "--cpus")
+    } else {
+        (place::OptKind::CpuNodeBind, "--nodes")
+    };
     let value = args.cpus.clone().or(args.nodes.clone()).unwrap_or_default();
     let req = place::Request { opts: vec![place::PolicyOpt { kind, value: Some(value) }], balancing: false, all: true };
-    let plan = req.resolve(&place::Context { topo, sys, kernel: None }).map_err(|e| Failure::usage(e.to_string()))?;
+    let plan = req.resolve(&place::Context { topo, sys, kernel: None }).map_err(|e| as_typed(&e, kind, typed))?;
     plan.cpus.ok_or_else(|| Failure::usage("no CPUs selected"))
 }
 

@@ -119,6 +119,13 @@ pub fn route_device(sys: &SysRoot, host: &str) -> Result<String, String> {
     };
     let best = match ip {
         IpAddr::V4(v4) => {
+            // The kernel looks in its local table first: the machine's own
+            // addresses (127.0.0.0/8 and those of its interfaces) go
+            // through `lo`. /proc/net/route shows only the main table.
+            let trie = sys.read("proc/net/fib_trie").map_err(|e| e.to_string())?.unwrap_or_default();
+            if is_local_v4(&trie, u32::from(v4)) {
+                return Ok("lo".into());
+            }
             let table = sys.read("proc/net/route").map_err(|e| e.to_string())?.unwrap_or_default();
             best_route_v4(&table, u32::from(v4))
         }
@@ -128,6 +135,35 @@ pub fn route_device(sys: &SysRoot, host: &str) -> Result<String, String> {
         }
     };
     best.ok_or_else(|| format!("no route to {ip}"))
+}
+
+/// Whether `/proc/net/fib_trie` text has a `LOCAL` route (the kernel's
+/// local table: the machine's own addresses) covering `ip`: a leaf
+/// `|-- ADDR` followed by `/LEN host LOCAL`.
+pub fn is_local_v4(trie: &str, ip: u32) -> bool {
+    let mut leaf: Option<u32> = None;
+    for line in trie.lines() {
+        let t = line.trim();
+        if let Some(addr) = t.strip_prefix("|-- ") {
+            leaf = addr.trim().parse::<std::net::Ipv4Addr>().ok().map(u32::from);
+            continue;
+        }
+        let Some(rest) = t.strip_prefix('/') else { continue };
+        let mut f = rest.split_whitespace();
+        let (Some(len), Some(_scope), Some(kind)) = (f.next().and_then(|l| l.parse::<u32>().ok()), f.next(), f.next())
+        else {
+            continue;
+        };
+        if kind != "LOCAL" || len > 32 {
+            continue;
+        }
+        let Some(addr) = leaf else { continue };
+        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+        if ip & mask == addr & mask {
+            return true;
+        }
+    }
+    false
 }
 
 /// Longest-prefix match in `/proc/net/route` text (addresses are
@@ -198,6 +234,34 @@ ib0\t0000000A\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0
         assert_eq!(best_route_v4(ROUTE, ip("10.1.2.3")).as_deref(), Some("ib0"));
         assert_eq!(best_route_v4(ROUTE, ip("8.8.8.8")).as_deref(), Some("eth0"));
         assert_eq!(best_route_v4("Iface\n", ip("8.8.8.8")), None);
+    }
+
+    const TRIE: &str = "Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+Local:
+  +-- 0.0.0.0/0 3 0 5
+     +-- 127.0.0.0/8 2 0 2
+        +-- 127.0.0.0/31 1 0 0
+           |-- 127.0.0.0
+              /8 host LOCAL
+           |-- 127.0.0.1
+              /32 host LOCAL
+        |-- 127.255.255.255
+           /32 link BROADCAST
+     |-- 192.168.2.9
+        /32 host LOCAL
+";
+
+    #[test]
+    fn the_machines_own_addresses_are_local() {
+        let ip = |s: &str| u32::from(s.parse::<std::net::Ipv4Addr>().unwrap());
+        assert!(is_local_v4(TRIE, ip("127.0.0.1")) && is_local_v4(TRIE, ip("127.3.4.5")));
+        assert!(is_local_v4(TRIE, ip("192.168.2.9")));
+        // Other hosts of the LAN, and beyond, are not ours.
+        assert!(!is_local_v4(TRIE, ip("192.168.2.7")) && !is_local_v4(TRIE, ip("8.8.8.8")));
+        assert!(!is_local_v4("", ip("127.0.0.1")));
     }
 
     #[test]

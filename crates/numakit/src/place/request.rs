@@ -174,11 +174,22 @@ impl Request {
                             prev.mode.name()
                         ));
                     }
-                    if let Some(n) = nodes.iter().find(|&n| topo.node(n).is_some_and(|x| !x.has_memory)) {
-                        return err(format!(
-                            "{flag} {v}: node {n} has no memory (a memory-less CPU node); its CPUs use node(s) {} for memory",
-                            nearest_memory_nodes(topo, n).to_list()
-                        ));
+                    if let Some(x) = nodes.iter().filter_map(|n| topo.node(n)).find(|x| !x.has_memory) {
+                        let near = nearest_memory_nodes(topo, x.id).to_list();
+                        return err(match (x.has_cpu, x.generic_initiator) {
+                            (true, _) => format!(
+                                "{flag} {v}: node {} has no memory (a memory-less CPU node); its CPUs use node(s) {near} for memory",
+                                x.id
+                            ),
+                            (false, true) => format!(
+                                "{flag} {v}: node {} has no memory (a generic initiator: devices, no CPUs or memory); the nearest memory is node(s) {near}",
+                                x.id
+                            ),
+                            (false, false) => format!(
+                                "{flag} {v}: node {} has neither memory nor CPUs; the nearest memory is node(s) {near}",
+                                x.id
+                            ),
+                        });
                     }
                     check_allowed_memory(flag, v, &nodes, topo)?;
                     if kind == OptKind::Preferred && nodes.len() != 1 {

@@ -57,6 +57,8 @@ pub struct NodeJson<'a> {
     pub has_memory: bool,
     /// Online.
     pub online: bool,
+    /// A generic initiator (devices, no CPUs or memory of its own).
+    pub generic_initiator: bool,
     /// Huge pages per size.
     pub hugepages: &'a [HugePages],
     /// Distance row.
@@ -142,6 +144,7 @@ pub fn document(topo: &Topology) -> TopoJson<'_> {
                 has_cpu: n.has_cpu,
                 has_memory: n.has_memory,
                 online: n.online,
+                generic_initiator: n.generic_initiator,
                 hugepages: &n.hugepages,
                 distances: &n.distances,
                 access: &n.access,

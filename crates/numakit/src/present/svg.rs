@@ -526,6 +526,7 @@ impl<'a> Plan<'a> {
         let mut badges: Vec<(&str, &str)> = Vec::new();
         match (memory_only, n.has_memory) {
             (true, true) => badges.push(("memory only", "b1")),
+            (true, false) if n.generic_initiator => badges.push(("generic initiator", "b3")),
             (true, false) => badges.push(("no CPUs, no memory", "b3")),
             (false, false) => badges.push(("no memory", "b2")),
             (false, true) => {}

@@ -19,12 +19,16 @@ pub fn render(topo: &Topology) -> String {
     let online = topo.online_cpus.len();
     let _ = writeln!(
         out,
-        "Machine: {} package{}, {} node{}, {} cores, {} CPUs ({} online), {} memory",
+        "Machine: {} package{}, {} node{}, {}, {} CPUs ({} online), {} memory",
         topo.packages.len(),
         plural(topo.packages.len()),
         topo.nodes.len(),
         plural(topo.nodes.len()),
-        topo.core_count(),
+        // Zero cores means the kernel did not group the CPUs into cores.
+        match topo.core_count() {
+            0 => "cores unknown".to_string(),
+            n => format!("{n} core{}", plural(n)),
+        },
         topo.possible_cpus.len(),
         online,
         human_bytes(topo.total_memory_bytes()),
@@ -84,7 +88,12 @@ fn node_table(topo: &Topology, out: &mut String) {
         .map(|n| {
             let mut cpus = or_dash(&n.cpus.to_list()).to_string();
             if !n.has_cpu {
-                cpus = "- (memory only)".into();
+                cpus = match (n.has_memory, n.generic_initiator) {
+                    (true, _) => "- (memory only)",
+                    (false, true) => "- (generic initiator)",
+                    (false, false) => "- (no CPUs)",
+                }
+                .into();
             }
             let (total, free) = match n.memory {
                 Some(m) if n.has_memory => (human_bytes(m.total_bytes), m.free_bytes.map_or("?".into(), human_bytes)),
@@ -197,24 +206,32 @@ fn packages(topo: &Topology, out: &mut String) {
                 .collect();
             cores.sort();
             cores.dedup();
-            let threads = if cores.is_empty() { 0 } else { cpus.len() / cores.len() };
             let indent = if first { " " } else { "             " };
             first = false;
-            let _ = writeln!(
-                out,
-                "{indent}node {}: {} core{} x {} thread{}, CPUs {}",
-                n.id,
-                cores.len(),
-                plural(cores.len()),
-                threads,
-                plural(threads),
-                cpus.to_list()
-            );
+            let _ = writeln!(out, "{indent}node {}: {}, CPUs {}", n.id, core_shapes(&cores, &cpus), cpus.to_list());
         }
         if first {
             let _ = writeln!(out, " CPUs {}", p.cpus.to_list());
         }
     }
+}
+
+/// `6 cores x 2 threads + 8 cores x 1 thread`: cores grouped by how many
+/// of `cpus` each holds (hybrid CPUs mix them), most threads first; where
+/// the kernel gives no core siblings, says so instead of counting zero.
+fn core_shapes(cores: &[&CpuSet], cpus: &CpuSet) -> String {
+    if cores.is_empty() {
+        return "cores unknown".into();
+    }
+    let mut by_threads: BTreeMap<std::cmp::Reverse<usize>, usize> = BTreeMap::new();
+    for c in cores {
+        *by_threads.entry(std::cmp::Reverse(c.intersection(cpus).len())).or_default() += 1;
+    }
+    by_threads
+        .iter()
+        .map(|(std::cmp::Reverse(t), n)| format!("{n} core{} x {t} thread{}", plural(*n), plural(*t)))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 fn caches(topo: &Topology, out: &mut String) {

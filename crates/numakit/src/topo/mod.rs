@@ -94,6 +94,10 @@ pub struct Node {
     pub has_memory: bool,
     /// The node is online (`node/online`; assumed when missing).
     pub online: bool,
+    /// The node is a generic initiator (`has_generic_initiator`: an ACPI
+    /// SRAT entry for devices such as accelerators or NICs, with neither
+    /// CPUs nor memory of its own); false where the kernel does not say.
+    pub generic_initiator: bool,
     /// Firmware (SLIT) distances to every node, in the order of
     /// [`Topology::nodes`].
     pub distances: Vec<u32>,

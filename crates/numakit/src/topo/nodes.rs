@@ -37,6 +37,7 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) ->
             memory,
             hugepages,
             online: true,
+            generic_initiator: false,
             distances: vec![10],
             access: Vec::new(),
             memory_tier: None,
@@ -47,6 +48,7 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) ->
     let has_cpu = state("has_cpu")?;
     let has_memory = state("has_memory")?;
     let online = state("online")?;
+    let initiators = state("has_generic_initiator")?.unwrap_or_default();
     let tiers = if detail { read_tiers(sys)? } else { BTreeMap::new() };
     let mut nodes = Vec::with_capacity(ids.len());
     for id in ids {
@@ -69,6 +71,7 @@ pub(super) fn read_nodes(sys: &SysRoot, possible_cpus: &CpuSet, detail: bool) ->
             has_cpu: has_cpu.as_ref().map_or(!cpus.is_empty(), |s| s.contains(id)),
             has_memory: has_memory.as_ref().map_or(memory.is_some_and(|m| m.total_bytes > 0), |s| s.contains(id)),
             online: online.as_ref().is_none_or(|s| s.contains(id)),
+            generic_initiator: initiators.contains(id),
             cpus,
             memory,
             hugepages: if detail { read_hugepages(sys, &format!("{d}/hugepages"))? } else { Vec::new() },
