@@ -5,17 +5,21 @@
 //! `numa_maps` only for those top processes.
 //!
 //! Default address 127.0.0.1:19849 (see docs/stat.md for why that port).
+//! The HTTP server and its limits are in [`http`].
+
+mod http;
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Instant;
 
+use clap::builder::RangedU64ValueParser;
 use clap::Args;
 use numakit::present::prometheus;
 use numakit::stats::MetricsSample;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
-use tiny_http::{Header, Method, Response, Server};
 
 use super::common::read_error;
 use crate::Failure;
@@ -26,7 +30,7 @@ use crate::Failure;
 pub const DEFAULT_PORT: u16 = 19849;
 
 /// `numakit exporter`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ExporterArgs {
     /// Address to listen on (port 0: any free port, printed at start).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:19849")]
@@ -37,10 +41,18 @@ pub struct ExporterArgs {
     /// The daemon's status file: its families (scans, moves, pages, reverts, decisions) are exported while it exists.
     #[arg(long, value_name = "FILE", default_value = "/var/lib/numakit/status.json")]
     pub daemon_status: std::path::PathBuf,
+    /// Connections kept open at most; beyond, the least recently active one is closed.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = http::DEFAULT_MAX_CONNECTIONS,
+        value_parser = RangedU64ValueParser::<usize>::new().range(1..=http::MAX_CONNECTIONS_LIMIT as u64),
+    )]
+    pub max_connections: usize,
 }
 
 /// The daemon's families, if its status file is there and readable.
-fn daemon_families(path: &std::path::Path) -> String {
+fn daemon_families(path: &Path) -> String {
     let Ok(text) = std::fs::read_to_string(path) else { return String::new() };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return String::new() };
     let age = std::fs::metadata(path)
@@ -51,8 +63,32 @@ fn daemon_families(path: &std::path::Path) -> String {
     prometheus::daemon(&v, age)
 }
 
-fn header(name: &str, value: &str) -> Option<Header> {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
+/// The answer to `method path`: the metrics, a small index page, or 404.
+fn answer(sys: &SysRoot, topo: &Topology, args: &ExporterArgs, method: &str, path: &str) -> http::Answer {
+    let text =
+        |status, body: &str| http::Answer { status, content_type: "text/plain; charset=utf-8", body: body.to_string() };
+    match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            let start = Instant::now();
+            match MetricsSample::read(sys, topo, args.top) {
+                Ok(sample) => {
+                    let mut body = prometheus::render(&sample);
+                    body.push_str(&daemon_families(&args.daemon_status));
+                    body.push_str(&prometheus::scrape_duration(start.elapsed()));
+                    http::Answer { status: 200, content_type: prometheus::CONTENT_TYPE, body }
+                }
+                Err(e) => text(500, &format!("numakit: {e}\n")),
+            }
+        }
+        ("GET" | "HEAD", "/") => http::Answer {
+            status: 200,
+            content_type: "text/html; charset=utf-8",
+            body: "<html><head><title>numakit exporter</title></head><body><h1>numakit exporter</h1>\
+                   <p><a href=\"/metrics\">Metrics</a></p></body></html>\n"
+                .to_string(),
+        },
+        _ => text(404, "not found\n"),
+    }
 }
 
 /// Runs `numakit exporter` until killed.
@@ -64,42 +100,11 @@ pub fn run(sys: &SysRoot, args: &ExporterArgs) -> anyhow::Result<u8> {
     // One read before serving: a root that cannot be read fails here, not
     // at the first scrape.
     MetricsSample::read(sys, &topo, 0).map_err(read_error)?;
-    let server = Server::http(addr).map_err(|e| Failure::system(format!("cannot listen on {addr}: {e}")))?;
-    let bound = server.server_addr().to_ip().map_or_else(|| addr.to_string(), |a| a.to_string());
+    let server = http::Server::bind(addr, args.max_connections)
+        .map_err(|e| Failure::system(format!("cannot listen on {addr}: {e}")))?;
+    let bound = server.local_addr().map_or_else(|_| addr.to_string(), |a| a.to_string());
     let _ = writeln!(std::io::stderr(), "numakit exporter: serving http://{bound}/metrics");
-    for req in server.incoming_requests() {
-        let path = req.url().split('?').next().unwrap_or("").to_string();
-        let resp = match (req.method(), path.as_str()) {
-            (Method::Get | Method::Head, "/metrics") => {
-                let start = Instant::now();
-                match MetricsSample::read(sys, &topo, args.top) {
-                    Ok(sample) => {
-                        let mut body = prometheus::render(&sample);
-                        body.push_str(&daemon_families(&args.daemon_status));
-                        body.push_str(&prometheus::scrape_duration(start.elapsed()));
-                        let mut r = Response::from_string(body);
-                        if let Some(h) = header("Content-Type", prometheus::CONTENT_TYPE) {
-                            r = r.with_header(h);
-                        }
-                        r
-                    }
-                    Err(e) => Response::from_string(format!("numakit: {e}\n")).with_status_code(500),
-                }
-            }
-            (Method::Get | Method::Head, "/") => {
-                let mut r = Response::from_string(
-                    "<html><head><title>numakit exporter</title></head><body><h1>numakit exporter</h1>\
-                     <p><a href=\"/metrics\">Metrics</a></p></body></html>\n",
-                );
-                if let Some(h) = header("Content-Type", "text/html; charset=utf-8") {
-                    r = r.with_header(h);
-                }
-                r
-            }
-            _ => Response::from_string("not found\n").with_status_code(404),
-        };
-        // A client that went away is not the exporter's problem.
-        let _ = req.respond(resp);
-    }
-    Ok(0)
+    let (sys, args) = (sys.clone(), args.clone());
+    let Err(e) = server.serve(move |method, path| answer(&sys, &topo, &args, method, path));
+    Err(Failure::system(format!("cannot serve on {bound}: {e}")).into())
 }
