@@ -24,13 +24,24 @@
 //!   return strings);
 //! * [`tune`]: kernel NUMA knobs: show, checked set/apply with a state
 //!   file so every change can be reverted, profiles, readiness check;
-//! * [`stats_math`]: statistics of measurements (mean, median, standard
-//!   error, Student-t intervals, Welch's t-test, runs needed);
-//! * [`bench`]: memory bandwidth (STREAM kernels) and latency (pointer
-//!   chase) between every CPU node and memory node, returned as plain
-//!   result structs;
-//! * [`compare`]: a workload under several configurations, run in
-//!   interleaved order, with statistics of which is better and how sure.
+//!
+//! Behind cargo features (none is on by default; the `numakit` binary
+//! turns on those it uses):
+//!
+//! * `synth`: `topo::synth`, synthetic sysfs/procfs trees of described
+//!   machines, for tests and the simulator (`numakit-sim`);
+//! * `stats_math`: `stats_math`, statistics of measurements (mean, median,
+//!   standard error, Student-t intervals, Welch's t-test, the exact sign
+//!   test, runs needed), with `statrs`;
+//! * `measure` (with `stats_math`, `rand`, `regex`): `bench`, memory
+//!   bandwidth (STREAM kernels) and latency (pointer chase) between every
+//!   CPU node and memory node, returned as plain result structs, and
+//!   `compare`, a workload under several configurations run in
+//!   interleaved order with statistics of which is better and how sure;
+//!   `present::bench` and `present::compare` render them;
+//! * `plot` (with `measure`, `plotters`): `present::plot`, the bench
+//!   results as SVG charts;
+//! * `prometheus`: `present::prometheus`, the exporter's text exposition.
 //!
 //! ```
 //! use numakit::sets::CpuSet;
@@ -39,7 +50,9 @@
 //! ```
 
 pub mod act;
+#[cfg(feature = "measure")]
 pub mod bench;
+#[cfg(feature = "measure")]
 pub mod compare;
 pub mod daemon;
 pub mod files;
@@ -48,6 +61,7 @@ pub mod present;
 pub mod procs;
 pub mod sets;
 pub mod stats;
+#[cfg(feature = "stats_math")]
 pub mod stats_math;
 pub mod sys;
 pub mod text;

@@ -8,17 +8,23 @@
 //! * [`svg`]: a picture of packages, nodes, cores and PUs;
 //! * [`stat`]: `numakit stat` (numastat's layout exactly with `--compat`);
 //! * [`top`]: the cells of `numakit top` and its plain-text snapshot;
-//! * [`prometheus`]: the exporter's Prometheus text exposition;
+//! * `prometheus`: the exporter's Prometheus text exposition (feature
+//!   `prometheus`);
 //! * [`daemon`]: `numakit ctl status` for people;
-//! * [`bench`], [`compare`], [`plot`]: `numakit bench` and `numakit
-//!   compare` as text, JSON and SVG.
+//! * `bench`, `compare`: `numakit bench` and `numakit compare` as text and
+//!   JSON (feature `measure`); `plot`: the bench results as SVG charts
+//!   (feature `plot`).
 
+#[cfg(feature = "measure")]
 pub mod bench;
+#[cfg(feature = "measure")]
 pub mod compare;
 pub mod daemon;
 pub mod hardware;
 pub mod json;
+#[cfg(feature = "plot")]
 pub mod plot;
+#[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod show;
 pub mod stat;

@@ -13,6 +13,7 @@ mod cpus;
 mod devices;
 mod nodes;
 pub(crate) use nodes::read_hugepages;
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 
 use serde::Serialize;

@@ -1,9 +1,12 @@
 //! Synthetic machines: writes a sysfs/procfs tree for a described machine
-//! into a folder, so tests (here and in other crates) and the simulator can
-//! read machines this host is not, through the same [`SysRoot`] reader as
-//! real dumps. Like hwloc's synthetic topologies, but as files.
+//! into a folder, so tests (here and in other crates) can read machines
+//! this host is not, through the same [`SysRoot`] reader as real dumps.
+//! Like hwloc's synthetic topologies, but as files. The simulator
+//! (`numakit-sim`) builds its named machines from these descriptions.
 //!
-//! Only test support: nothing here touches the live system.
+//! Behind the `synth` feature (always compiled for this crate's own
+//! tests): nothing in the library's default build uses it, and nothing
+//! here touches the live system.
 //!
 //! [`SysRoot`]: crate::sys::SysRoot
 
