@@ -49,6 +49,8 @@
 //! assert_eq!(s.to_mask(32), "0000010f");
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod act;
 #[cfg(feature = "measure")]
 pub mod bench;

@@ -23,6 +23,8 @@
 //! system, and nothing prints. The decision core it runs is the library's
 //! (`numakit::daemon`); nothing of the simulator lives in the library.
 
+#![deny(missing_docs)]
+
 pub mod action;
 pub mod cost;
 pub mod engine;
