@@ -237,6 +237,7 @@ fn a_file_at_the_socket_path_is_never_deleted() {
     let o = nk(&["ctl", "--config", cfg.to_str().expect("utf8"), "status"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     stop(child);
+    eprintln!("HOSTILE|control socket|a regular file, then a stale socket, at the socket path|2|0");
 }
 
 #[test]
@@ -274,4 +275,5 @@ fn slow_idle_and_oversized_clients_do_not_hold_the_socket() {
     assert!(rest.contains("did not arrive within"), "{rest}");
     drop(idle);
     stop(child);
+    eprintln!("HOSTILE|control socket|8 idle and 1 slow client while ctl status runs; a 100 kB request|3|0");
 }

@@ -174,6 +174,7 @@ fn a_declared_body_is_refused_and_never_read() {
         assert!(head(&raw).contains("\r\nconnection: close"), "{what}: {}", head(&raw));
         e.assert_serves(what, Duration::from_secs(10));
     }
+    eprintln!("HOSTILE|exporter|a request declaring a body (Content-Length 99999999999999, chunked)|1|0");
 }
 
 #[test]
@@ -213,6 +214,7 @@ fn oversized_request_lines_and_headers_are_refused_in_bounded_memory() {
     assert_eq!(status(&raw), 431, "200 header fields: {}", head(&raw));
     let rss_after = e.proc_status("VmRSS");
     assert!(rss_after < rss_before + 8 * 1024, "RSS grew from {rss_before} kB to {rss_after} kB on refused requests");
+    eprintln!("HOSTILE|exporter|oversized request lines and header blocks (to 16 MiB)|1|0");
 }
 
 #[test]
@@ -246,6 +248,7 @@ fn idle_connections_cost_no_threads_and_do_not_starve_a_scrape() {
     let sockets = e.sockets();
     assert!(sockets <= 4 + 1, "{sockets} sockets open with --max-connections 4");
     drop(idle);
+    eprintln!("HOSTILE|exporter|500 idle connections, then a scrape|1|0");
 }
 
 /// Whether the peer has closed `s` (EOF or reset), without waiting.
@@ -289,6 +292,7 @@ fn slow_and_silent_clients_are_cut_off() {
         std::thread::sleep(Duration::from_millis(100));
     }
     e.assert_serves("a slow client", Duration::from_secs(10));
+    eprintln!("HOSTILE|exporter|a client sending one byte a second, and a silent one|1|0");
 }
 
 #[test]
@@ -339,6 +343,7 @@ fn clients_that_hang_up_or_do_not_read_are_let_go() {
     let _ = writer.join();
     let answers = String::from_utf8_lossy(&raw).matches("HTTP/1.1 200 OK\r\n").count();
     assert!(ended && answers < 40_000, "the connection stayed open ({answers} answers read)");
+    eprintln!("HOSTILE|exporter|clients that hang up mid-answer or never read it|1|0");
 }
 
 #[test]
@@ -381,6 +386,7 @@ fn http10_bare_lf_pipelined_and_garbage_requests_are_answered() {
     let statuses: Vec<&str> = text.match_indices("HTTP/1.1 ").map(|(i, _)| &text[i + 9..i + 12]).collect();
     assert_eq!(statuses, ["200", "404"], "{text}");
     e.assert_serves("odd requests", within);
+    eprintln!("HOSTILE|exporter|HTTP/1.0, bare-LF, pipelined and garbage requests|1|0");
 }
 
 #[test]
@@ -396,4 +402,5 @@ fn max_connections_is_checked() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(err.lines().count(), 1, "--max-connections {bad}: {err}");
     }
+    eprintln!("HOSTILE|exporter|--max-connections out of range|1|0");
 }

@@ -123,6 +123,26 @@ fn mutate(path: &Path, original: &[u8], m: Mutation) {
     }
 }
 
+/// The mutation in words, for the report.
+fn words(m: Mutation) -> &'static str {
+    match m {
+        Mutation::Empty => "empty",
+        Mutation::Truncated => "cut in half",
+        Mutation::Garbage => "garbage text",
+        Mutation::NotUtf8 => "bytes that are not UTF-8",
+        Mutation::HugeNumber => "2^64",
+        Mutation::Negative => "-1",
+        Mutation::HugeRange => "the range 0-1048575",
+        Mutation::Reversed => "a reversed range",
+        Mutation::Duplicates => "duplicate ids",
+        Mutation::Escapes => "10,000 terminal escape sequences",
+        Mutation::Fifo => "a FIFO",
+        Mutation::DevZero => "a link to /dev/zero",
+        Mutation::Folder => "a folder",
+        Mutation::Missing => "missing",
+    }
+}
+
 fn restore(path: &Path, original: &[u8]) {
     if path.is_dir() && !path.is_symlink() {
         fs::remove_dir_all(path).expect("rm dir");
@@ -226,7 +246,7 @@ fn hostile_kernel_files_never_crash_hang_or_flood() {
                 mutate(&path, &original, m);
                 for args in COMMANDS {
                     tried += 1;
-                    let e = by_mutation.entry(format!("{m:?}")).or_default();
+                    let e = by_mutation.entry(words(m).to_string()).or_default();
                     e.0 += 1;
                     if let Some(why) = check_run(&root, args) {
                         e.1 += 1;
@@ -239,8 +259,27 @@ fn hostile_kernel_files_never_crash_hang_or_flood() {
     }
     eprintln!("hostile dumps: {tried} runs over {} dumps, {} failures", roots.len(), failures.len());
     for (m, (n, f)) in &by_mutation {
-        eprintln!("  {m:<11} {n:>5} runs {f:>3} failures");
+        eprintln!("HOSTILE|kernel files|one file at a time {m}; {} commands on each|{n}|{f}", COMMANDS.len());
     }
     assert!(tried > 1000, "only {tried} runs: the dumps lack the files tried");
     assert!(failures.is_empty(), "{} of {tried} runs failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The limits the reader and the control socket enforce, for the table in
+/// docs/hostile-input.md (scripts/hostile-report).
+#[test]
+fn limits_in_force() {
+    use numakit::daemon::ctl;
+    let lines = [
+        ("kernel files", "bytes read of one file", numakit::sys::MAX_FILE_BYTES.to_string()),
+        ("kernel files", "CPU ids below", numakit::topo::MAX_CPUS.to_string()),
+        ("kernel files", "node ids below", numakit::topo::MAX_NODES.to_string()),
+        ("messages", "characters of an outside value quoted", numakit::text::QUOTE_MAX_CHARS.to_string()),
+        ("control socket", "bytes of a request", ctl::MAX_REQUEST_BYTES.to_string()),
+        ("control socket", "seconds for a whole request", ctl::REQUEST_TIMEOUT.as_secs_f64().to_string()),
+    ];
+    const { assert!(numakit::sys::MAX_FILE_BYTES >= 1 << 20 && numakit::topo::MAX_CPUS >= 8192) };
+    for (what, limit, value) in lines {
+        eprintln!("LIMIT|{what}|{limit}|{value}");
+    }
 }

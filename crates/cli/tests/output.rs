@@ -66,6 +66,7 @@ fn a_closed_pipe_ends_quietly() {
         assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
         assert!(err.is_empty(), "{args:?} said: {err}");
     }
+    eprintln!("HOSTILE|output|every printing command with its reader gone (closed pipe)|{}|0", commands().len());
 }
 
 #[test]
@@ -80,6 +81,7 @@ fn a_full_disk_is_one_line_and_exit_1() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("numakit: cannot write the output: No space left on device"), "{args:?}: {err}");
     }
+    eprintln!("HOSTILE|output|every printing command writing to /dev/full|{}|0", commands().len());
 }
 
 #[test]
@@ -101,4 +103,5 @@ fn a_pin_made_before_the_output_failed_is_said_as_done() {
         allowed.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", "0"]),
         "{allowed}"
     );
+    eprintln!("HOSTILE|output|pin applied, then its report fails (/dev/full)|1|0");
 }

@@ -261,6 +261,50 @@ fn kill_9_between_two_writes_then_revert_restores_everything() {
     assert!(!d.path().join(STATE).exists());
 }
 
+/// kill -9 after every write of a three-knob set, and again in a second
+/// run on top of the first: each time `revert` brings back every original
+/// and leaves no state file and no temporary file behind.
+#[test]
+fn kill_9_at_every_write_then_revert_loses_nothing() {
+    let mut tried = 0;
+    for first in 1..=3 {
+        for second in 0..=2 {
+            let d = fake_root();
+            let (mut child, _) =
+                spawn_paused(d.path(), &["set", "autonuma=0", "zone_reclaim_mode=3", "thp=never"], first, 600);
+            child.kill().expect("SIGKILL");
+            child.wait().expect("wait");
+            if second > 0 {
+                let (mut again, _) = spawn_paused(
+                    d.path(),
+                    &["set", "zone_reclaim_mode=1", "khugepaged.scan_sleep_millisecs=5"],
+                    second,
+                    600,
+                );
+                again.kill().expect("SIGKILL");
+                again.wait().expect("wait");
+            }
+            ok(&run(d.path(), &["revert"]));
+            tried += 1;
+            let at = format!("killed after write {first}, then {second}");
+            assert_eq!(get(d.path(), NB), "1", "{at}");
+            assert_eq!(get(d.path(), ZR), "0", "{at}");
+            // Untouched, or written back (a fake root's file holds what was
+            // written; the kernel's shows the choice in brackets).
+            let thp = get(d.path(), THP);
+            assert!(thp == "madvise" || thp == "always [madvise] never", "{at}: {thp}");
+            assert_eq!(get(d.path(), KHP), "10000", "{at}");
+            assert!(!d.path().join(STATE).exists(), "{at}: state file left");
+            let dir = d.path().join(STATE).parent().map(Path::to_path_buf).expect("folder");
+            let left: Vec<String> = std::fs::read_dir(&dir)
+                .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            assert!(left.iter().all(|n| !n.contains(".tmp.")), "{at}: {left:?}");
+        }
+    }
+    eprintln!("HOSTILE|tune|kill -9 after each write of one run, and of a second run on top, then revert|{tried}|0");
+}
+
 #[test]
 fn apply_twice_then_revert_goes_back_to_the_first_originals() {
     let d = fake_root();
