@@ -65,6 +65,9 @@ fn usage_errors() {
     // --seeds only with --all.
     assert_eq!(nk(&["simulate", "--seeds", "3"]).status.code(), Some(2));
     assert_eq!(nk(&["simulate", "--all", "--scenario", "reco-2s"]).status.code(), Some(2));
+    assert_eq!(nk(&["simulate", "--first-seed", "1000"]).status.code(), Some(2));
+    assert_eq!(nk(&["simulate", "--held-out", "--all"]).status.code(), Some(2));
+    assert_eq!(nk(&["simulate", "--held-out", "--scenario", "reco-2s"]).status.code(), Some(2));
 }
 
 #[test]

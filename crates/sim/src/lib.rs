@@ -38,6 +38,7 @@ pub mod scenario;
 pub mod simtrace;
 pub mod workload;
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -48,7 +49,10 @@ pub use action::{Reason, SimAction};
 pub use cost::CostModel;
 pub use engine::{Engine, RunOutcome, SimParams, TraceEvent};
 pub use machines::SimMachine;
-pub use report::{ClassSummary, Distribution, Paired, PolicyResult, Report, ScenarioResult, Targets};
+pub use report::{
+    ClassSummary, Distribution, HeldOut, HeldOutClass, Paired, PolicyResult, Quartiles, Report, ScenarioResult,
+    Targets, HELD_OUT_SEEDS,
+};
 pub use scenario::Scenario;
 pub use workload::{Class, JobSpec, Workload};
 
@@ -189,11 +193,23 @@ pub fn run_all_with(scenarios: &[Scenario], s: &Settings, threads: usize, polici
     out.into_inner().unwrap_or_default().into_iter().flatten().collect()
 }
 
-/// The report for the named scenarios and `seeds` random ones per class.
-pub fn report(named: bool, seeds: u64, s: &Settings, threads: usize) -> Report {
+/// The report for the named scenarios and the random farms of every class
+/// from the generator seeds of `seeds`.
+pub fn report(named: bool, seeds: Range<u64>, s: &Settings, threads: usize) -> Report {
     let mut scenarios = if named { Scenario::named() } else { Vec::new() };
-    scenarios.extend(Scenario::random_set(seeds));
+    scenarios.extend(Scenario::random_range(seeds));
     Report::new(run_all(&scenarios, s, threads))
+}
+
+/// The held-out report: the random farms of every class from the
+/// [`HELD_OUT_SEEDS`] and the criteria per class ([`HeldOut`]). Only the
+/// policies the criteria compare are run (untuned, numad, numakit, the
+/// oracle).
+pub fn held_out(s: &Settings, threads: usize) -> HeldOut {
+    let policies = ["untuned", "numad", "numakit", "oracle"];
+    let results = run_all_with(&Scenario::random_range(HELD_OUT_SEEDS), s, threads, &policies);
+    let refs: Vec<&ScenarioResult> = results.iter().collect();
+    HeldOut::new(HELD_OUT_SEEDS, &refs)
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! ones cover every class on the machines it matters on; random ones draw
 //! a machine (2–32 nodes) and a workload from a seed, for each class.
 
+use std::ops::Range;
+
 use serde::Serialize;
 
 use super::machines::SimMachine;
@@ -81,9 +83,15 @@ impl Scenario {
         Self::new(&format!("random-{}-{seed}", class.name()), class, machine, mix, true)
     }
 
-    /// `seeds` random scenarios of every class.
+    /// `seeds` random scenarios of every class (seeds 0 to `seeds` - 1).
     pub fn random_set(seeds: u64) -> Vec<Self> {
-        Class::ALL.iter().flat_map(|&c| (0..seeds).map(move |s| Self::random(c, s))).collect()
+        Self::random_range(0..seeds)
+    }
+
+    /// The random scenarios of every class from the seeds of `seeds`,
+    /// class by class.
+    pub fn random_range(seeds: Range<u64>) -> Vec<Self> {
+        Class::ALL.iter().flat_map(|&c| seeds.clone().map(move |s| Self::random(c, s))).collect()
     }
 
     /// A named scenario, or `random-CLASS-SEED`.

@@ -508,3 +508,20 @@ fn a_synthetic_machine_as_software_sees_it() {
     let want = numakit::topo::synth::SynthMachine::amd_4s_8n(4, 1024).distances;
     assert_eq!(m.distances, want);
 }
+
+#[test]
+fn random_farms_from_any_first_seed() {
+    let names = |v: Vec<Scenario>| v.into_iter().map(|s| (s.name, s.seed)).collect::<Vec<_>>();
+    let held = names(Scenario::random_range(1000..1002));
+    assert_eq!(held.len(), 2 * Class::ALL.len());
+    assert_eq!(held[0].0, "random-reco-1000");
+    assert_eq!(held[1].0, "random-reco-1001");
+    assert_eq!(held[2].0, format!("random-{}-1000", Class::ALL[1].name()));
+    // The same farm as by its name, and today's set is seeds 0 to n - 1.
+    let by_name = Scenario::by_name("random-reco-1001").expect("scenario");
+    assert_eq!(held[1].1, by_name.seed);
+    assert_eq!(names(Scenario::random_set(3)), names(Scenario::random_range(0..3)));
+    // No held-out farm shares its generator seed with a farm of seeds 0 to 99.
+    let dev: Vec<u64> = Scenario::random_range(0..100).iter().map(|s| s.seed).collect();
+    assert!(Scenario::random_range(HELD_OUT_SEEDS).iter().all(|s| !dev.contains(&s.seed)));
+}

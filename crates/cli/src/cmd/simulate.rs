@@ -2,16 +2,18 @@
 //! ([`numakit_sim`]) and prints, per scenario, every policy's throughput
 //! relative to the oracle, pages migrated and the worst per-job slowdown
 //! versus untuned; with `--all`, the distributions over random farms and
-//! the three targets; with `--svg`, a chart of the same. Never reads or
-//! changes the system.
+//! the three targets; with `--svg`, a chart of the same; with
+//! `--held-out`, the random farms of the held-out generator seeds and the
+//! criteria the daemon is judged by. Never reads or changes the system.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
+use numakit::stats_math::{SignTest, Summary};
 use numakit::sys::SysRoot;
-use numakit_sim::{self as sim, plot, simtrace, Paired, Report, Scenario, ScenarioResult, Settings, Targets};
+use numakit_sim::{self as sim, plot, simtrace, HeldOut, Paired, Report, Scenario, ScenarioResult, Settings, Targets};
 
 use crate::Failure;
 
@@ -27,6 +29,16 @@ pub struct SimulateArgs {
     /// Random farms per class with --all.
     #[arg(long, value_name = "N", default_value_t = 100, requires = "all")]
     pub seeds: u64,
+    /// With --all, the random farms' first generator seed (seeds N to
+    /// N + SEEDS - 1).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "all")]
+    pub first_seed: u64,
+    /// Run the random farms of the held-out generator seeds (1000 to 1099,
+    /// never used while the daemon's rules were developed) and print per
+    /// class numakit against numad, the oracle and untuned, and whether the
+    /// criteria hold.
+    #[arg(long, conflicts_with_all = ["scenario", "all", "list", "trace", "svg"])]
+    pub held_out: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -79,12 +91,25 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
         return trace(&mut out, args, &settings);
     }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if args.held_out {
+        let h = sim::held_out(&settings, threads);
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &h)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(render_held_out(&h).as_bytes())?;
+        }
+        return Ok(0);
+    }
     let report = match &args.scenario {
         Some(name) => {
             let sc = scenario(name)?;
             Report::new(vec![sim::run_scenario(&sc, &settings)])
         }
-        None => sim::report(true, if args.all { args.seeds } else { 0 }, &settings, threads),
+        None => {
+            let seeds = if args.all { args.first_seed..args.first_seed.saturating_add(args.seeds) } else { 0..0 };
+            sim::report(true, seeds, &settings, threads)
+        }
     };
     match &args.svg {
         Some(p) if p.as_os_str() == "-" => {
@@ -200,6 +225,23 @@ fn targets(out: &mut String, what: &str, t: &Targets) {
     }
 }
 
+/// A sign test's p as the tables print it (`-`: no test).
+fn p_text(sign: Option<SignTest>) -> String {
+    match sign.map(|t| t.p_value) {
+        None => "-".to_string(),
+        Some(p) if p >= 0.001 => format!("{p:.3}"),
+        Some(p) => format!("{p:.1e}"),
+    }
+}
+
+/// A mean's 95 % interval as the tables print it (`-`: none).
+fn ci_text(s: &Summary) -> String {
+    match (s.ci_low, s.ci_high) {
+        (Some(lo), Some(hi)) => format!("{lo:.4} to {hi:.4}"),
+        _ => "-".to_string(),
+    }
+}
+
 /// numakit against numad scenario by scenario, one line per set.
 fn paired(out: &mut String, sets: &[Paired]) {
     out.push_str("numakit against numad, scenario by scenario: above, tied (within 1e-9) or below; p, the exact\n");
@@ -210,15 +252,8 @@ fn paired(out: &mut String, sets: &[Paired]) {
         "set", "n", "above", "tied", "below", "p", "mean", "95% CI", "median", "min"
     );
     for x in sets {
-        let p = match x.sign.map(|t| t.p_value) {
-            None => "-".to_string(),
-            Some(p) if p >= 0.001 => format!("{p:.3}"),
-            Some(p) => format!("{p:.1e}"),
-        };
-        let ci = match (x.ratio.ci_low, x.ratio.ci_high) {
-            (Some(lo), Some(hi)) => format!("{lo:.4} to {hi:.4}"),
-            _ => "-".to_string(),
-        };
+        let p = p_text(x.sign);
+        let ci = ci_text(&x.ratio);
         let _ = writeln!(
             out,
             "{:14} {:>5} {:>6} {:>5} {:>6} {:>9} {:>7.4} {:>17} {:>7.4} {:>7.4}",
@@ -277,11 +312,88 @@ pub fn render(r: &Report, with_targets: bool) -> String {
     out
 }
 
+/// `--held-out` as text: per class numakit against numad (the sign test,
+/// the ratio's quartiles), against the oracle (the mean with its 95 %
+/// interval) and untuned (the worst farm), then the three criteria.
+pub fn render_held_out(h: &HeldOut) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Held-out random farms: generator seeds {} to {} of every class (never used while the daemon's rules",
+        h.first_seed, h.last_seed
+    );
+    out.push_str(
+        "were developed). numakit against numad farm by farm: above, tied (within 1e-9) or below, p the exact\n",
+    );
+    out.push_str(
+        "sign test; numakit / oracle, its mean with the 95% CI; the farm where numakit / untuned is lowest.\n\n",
+    );
+    let _ = writeln!(
+        out,
+        "{:8} {:>5} {:>6} {:>5} {:>6} {:>9} {:>7} {:>17} {:>7}  worst farm",
+        "class", "n", "above", "tied", "below", "p", "oracle", "95% CI", "untuned"
+    );
+    for c in &h.classes {
+        let x = &c.vs_numad;
+        let _ = writeln!(
+            out,
+            "{:8} {:>5} {:>6} {:>5} {:>6} {:>9} {:>7.4} {:>17} {:>7.4}  {}",
+            c.class.name(),
+            x.scenarios,
+            x.above,
+            x.tied,
+            x.below,
+            p_text(x.sign),
+            c.vs_oracle.mean,
+            ci_text(&c.vs_oracle),
+            c.worst_vs_untuned.1,
+            c.worst_vs_untuned.0
+        );
+    }
+    out.push_str("\nnumakit / numad over the farms: min, quartiles, max; mean with the 95% CI\n");
+    let _ = writeln!(
+        out,
+        "{:8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>17}",
+        "class", "min", "q1", "median", "q3", "max", "mean", "95% CI"
+    );
+    for c in &h.classes {
+        let q = &c.vs_numad_quartiles;
+        let _ = writeln!(
+            out,
+            "{:8} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>17}",
+            c.class.name(),
+            q.min,
+            q.q1,
+            q.median,
+            q.q3,
+            q.max,
+            c.vs_numad.ratio.mean,
+            ci_text(&c.vs_numad.ratio)
+        );
+    }
+    let yes = |b: bool| if b { "met" } else { "MISSED" };
+    out.push_str("\ncriteria per class: numakit above numad with sign-test p < 0.01; mean >= 0.95 of the oracle;\n");
+    out.push_str("no farm more than 0.5% below untuned\n");
+    let _ = writeln!(out, "{:8} {:>12} {:>12} {:>12}", "class", "above numad", "oracle", "untuned");
+    for c in &h.classes {
+        let _ = writeln!(
+            out,
+            "{:8} {:>12} {:>12} {:>12}",
+            c.class.name(),
+            yes(c.above_numad),
+            yes(c.near_oracle),
+            yes(c.never_below_untuned)
+        );
+    }
+    let _ = writeln!(out, "all criteria on every class: {}", yes(h.met));
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use numakit_sim::{PolicyResult, Report, ScenarioResult};
+    use numakit_sim::{Class, HeldOut, PolicyResult, Report, ScenarioResult};
 
-    use super::render;
+    use super::{render, render_held_out};
 
     fn farm(name: &str, random: bool, numad: f64, numakit: f64) -> ScenarioResult {
         let pol = |policy: &str, throughput: f64| PolicyResult {
@@ -321,5 +433,30 @@ mod tests {
         assert_eq!(r[6], format!("{:.4}", 1.0), "{text}");
         assert_eq!(line("random-all")[1..5], ["12", "4", "4", "4"], "{text}");
         assert!(text.find("numakit against numad") > text.find("targets over the random farms"), "{text}");
+    }
+
+    #[test]
+    fn held_out_criteria_are_shown_per_class() {
+        // reco: 12 farms above numad, all criteria met. sim: 11 above, one
+        // farm 1.1 % below untuned (and below numad).
+        let mut farms: Vec<ScenarioResult> =
+            (0..12).map(|i| farm(&format!("random-reco-{i}"), true, 9.9, 10.0)).collect();
+        for i in 0..12 {
+            let mut f = farm(&format!("random-sim-{i}"), true, 9.9, if i == 7 { 8.9 } else { 9.95 });
+            f.class = Class::Sim;
+            farms.push(f);
+        }
+        let refs: Vec<&ScenarioResult> = farms.iter().collect();
+        let text = render_held_out(&HeldOut::new(1000..1012, &refs));
+        let line = |class: &str| -> Vec<String> {
+            let l =
+                text.lines().rev().find(|l| l.starts_with(&format!("{class} "))).unwrap_or_else(|| panic!("{text}"));
+            l.split_whitespace().map(str::to_string).collect()
+        };
+        assert_eq!(line("reco")[1..], ["met", "met", "met"], "{text}");
+        assert_eq!(line("sim")[1..], ["met", "met", "MISSED"], "{text}");
+        assert!(text.contains("seeds 1000 to 1011"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("sim ") && l.ends_with(" random-sim-7")), "{text}");
+        assert!(text.trim_end().ends_with("all criteria on every class: MISSED"), "{text}");
     }
 }
