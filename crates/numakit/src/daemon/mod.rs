@@ -80,5 +80,3 @@ pub use snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
 
 #[cfg(test)]
 mod runtime_tests;
-#[cfg(test)]
-mod tests;
