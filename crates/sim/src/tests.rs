@@ -291,7 +291,7 @@ fn numakit_policy_returns_only_changes() {
     let a = k.tick(&m, &snap(600.0, &[(0, 0.0, 6 * GB), (1, 0.0, 6 * GB)], vec![p]));
     assert!(a.iter().all(SimAction::changes));
     assert_eq!(a.len(), 2);
-    assert_eq!(k.history.procs[&1].moves, 1);
+    assert_eq!(k.history.committed.procs[&1].moves, 1);
 }
 
 #[test]

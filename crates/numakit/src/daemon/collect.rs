@@ -255,7 +255,7 @@ impl Collector {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
             // Processes below the memory threshold end here.
-            let by_statm = cfg.min_rss_bytes > 0 && !history.procs.contains_key(&pid);
+            let by_statm = cfg.min_rss_bytes > 0 && !history.knows(pid);
             if by_statm {
                 match self.statm.read(sys, pid, || format!("proc/{pid}/statm"), &mut self.buf) {
                     Ok(true) => {}
@@ -310,7 +310,7 @@ impl Collector {
             }
             let rss = st.rss_pages * page;
             let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
-            let rec = history.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s));
+            let rec = history.committed.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s));
             let placed = rec.is_some_and(|r| r.placement.is_some());
             // A move still settling is read afresh every scan.
             let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());

@@ -1,8 +1,16 @@
-//! The daemon's memory: what it moved, when, what it expected, whether the
-//! move was judged, which processes and command names hurt and are left
-//! alone, migrations still owed, the page budget's clock and the observed
-//! scheduler drift. Input and output of every decision; serialisable so a
-//! daemon can persist it across restarts (JSON).
+//! The daemon's memory, in two halves. [`Observed`]: what the scans saw
+//! (each process's identity, last main CPU node and size, the scheduler
+//! drift, the run times of the commands seen to end, the time of the last
+//! scan), true whether or not anything was applied. [`Committed`]: what
+//! numakit did or decided to do (placements, the pages they still owe,
+//! reverts, harm and what is left alone because of it, memory marked slow,
+//! pages migrated). A daemon that applies nothing (dry run, deferring to
+//! AutoNUMA) keeps the new observations and its old commitments:
+//! `History { observed: new.observed, ..old }`.
+//!
+//! Input and output of every decision; serialisable so a daemon can
+//! persist it across restarts (JSON, [`HISTORY_VERSION`]; the one-record
+//! form of version 1 is still read).
 
 use std::collections::BTreeMap;
 
@@ -51,12 +59,49 @@ pub struct Placement {
     pub settled_from_s: f64,
 }
 
-/// What numakit remembers of one process.
+/// How far apart two start times of one pid may be and still be the same
+/// process, seconds: start times come from ages in clock ticks and wall
+/// times read at different instants of a scan; a reused pid starts later
+/// than that.
+pub const SAME_START_SLACK_S: f64 = 2.0;
+
+fn same_start(a: f64, b: f64) -> bool {
+    (a - b).abs() <= SAME_START_SLACK_S
+}
+
+/// What the scans saw of one process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcRecord {
+pub struct ProcObserved {
     /// Command name.
     pub comm: String,
     /// Start time (snapshot time minus age), to tell a reused pid apart.
+    pub start_s: f64,
+    /// Main CPU node last seen while not bound (drift observation).
+    pub last_cpu_node: Option<u32>,
+    /// Time and RSS at the last scan (memory growth).
+    #[serde(default)]
+    pub last_rss: Option<(f64, u64)>,
+}
+
+impl ProcObserved {
+    /// A process first seen now, started at `start_s`.
+    pub fn new(comm: &str, start_s: f64) -> Self {
+        Self { comm: comm.to_string(), start_s, last_cpu_node: None, last_rss: None }
+    }
+
+    /// Whether a process that started at `start_s` is the one this record
+    /// is of (and not a later process with its reused pid).
+    pub fn same_process(&self, start_s: f64) -> bool {
+        same_start(self.start_s, start_s)
+    }
+}
+
+/// What numakit did to one process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcCommitted {
+    /// Command name (as first seen).
+    pub comm: String,
+    /// Start time, as in [`ProcObserved::start_s`].
     pub start_s: f64,
     /// Time of the last move numakit made.
     pub last_move_s: Option<f64>,
@@ -66,38 +111,17 @@ pub struct ProcRecord {
     pub placement: Option<Placement>,
     /// Left alone until then (after harm).
     pub left_alone_until_s: Option<f64>,
-    /// Main CPU node last seen while not bound (drift observation).
-    pub last_cpu_node: Option<u32>,
-    /// Time and RSS at the last scan (memory growth).
-    #[serde(default)]
-    pub last_rss: Option<(f64, u64)>,
 }
 
-/// How far apart two start times of one pid may be and still be the same
-/// process, seconds: start times come from ages in clock ticks and wall
-/// times read at different instants of a scan; a reused pid starts later
-/// than that.
-pub const SAME_START_SLACK_S: f64 = 2.0;
-
-impl ProcRecord {
-    /// Whether a process that started at `start_s` is the one this record
-    /// is of (and not a later process with its reused pid).
-    pub fn same_process(&self, start_s: f64) -> bool {
-        (self.start_s - start_s).abs() <= SAME_START_SLACK_S
+impl ProcCommitted {
+    /// A process numakit has done nothing to yet, started at `start_s`.
+    pub fn new(comm: &str, start_s: f64) -> Self {
+        Self { comm: comm.to_string(), start_s, last_move_s: None, moves: 0, placement: None, left_alone_until_s: None }
     }
 
-    /// A record for a process first seen now.
-    pub fn new(comm: &str, start_s: f64) -> Self {
-        Self {
-            comm: comm.to_string(),
-            start_s,
-            last_move_s: None,
-            moves: 0,
-            placement: None,
-            left_alone_until_s: None,
-            last_cpu_node: None,
-            last_rss: None,
-        }
+    /// As [`ProcObserved::same_process`].
+    pub fn same_process(&self, start_s: f64) -> bool {
+        same_start(self.start_s, start_s)
     }
 }
 
@@ -106,13 +130,9 @@ pub const RUNS_KEPT: usize = 32;
 /// Command names whose run times are kept (those that ended most recently).
 pub const COMMS_WITH_RUNS_KEPT: usize = 512;
 
-/// What numakit remembers of one command name.
+/// What the scans saw of one command name: how long its processes ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct CommRecord {
-    /// Reverts of processes with this name.
-    pub harms: u32,
-    /// Left alone until then.
-    pub left_alone_until_s: Option<f64>,
+pub struct CommRuns {
     /// Run times (seconds, start to exit) of the last [`RUNS_KEPT`]
     /// processes of this name that numakit watched and saw exit, oldest
     /// first.
@@ -123,7 +143,7 @@ pub struct CommRecord {
     pub last_run_s: Option<f64>,
 }
 
-impl CommRecord {
+impl CommRuns {
     /// Records one run that ended at `at_s` after `run_s` seconds.
     pub fn record_run(&mut self, run_s: f64, at_s: f64) {
         if self.runs.len() >= RUNS_KEPT {
@@ -134,22 +154,48 @@ impl CommRecord {
     }
 }
 
-/// The history: input and output of [`decide`](super::decide).
+/// What numakit's moves of one command name's processes came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CommHarms {
+    /// Reverts of processes with this name (since the last move of the
+    /// name that was kept).
+    pub harms: u32,
+    /// Left alone until then.
+    pub left_alone_until_s: Option<f64>,
+}
+
+/// What the scans saw: true whether or not anything was applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
-pub struct History {
-    /// Format version (1).
-    pub version: u32,
+pub struct Observed {
     /// Time of the previous decision.
     pub last_time_s: Option<f64>,
-    /// Per pid.
-    pub procs: BTreeMap<i32, ProcRecord>,
-    /// Per command name.
-    pub comms: BTreeMap<String, CommRecord>,
+    /// Per pid: the processes seen as candidates (and still alive).
+    pub procs: BTreeMap<i32, ProcObserved>,
+    /// Per command name: run times of its processes seen to end.
+    pub comms: BTreeMap<String, CommRuns>,
     /// Observed drifts of unbound candidate processes.
     pub drifts: u64,
     /// Process-seconds of observation behind `drifts`.
     pub drift_observed_s: f64,
+}
+
+impl Observed {
+    /// Observed drift rate per process-second, with a prior of
+    /// `prior_per_hour` weighted as one hour of observation.
+    pub fn drift_rate(&self, prior_per_hour: f64) -> f64 {
+        (self.drifts as f64 + prior_per_hour) / (self.drift_observed_s + 3600.0)
+    }
+}
+
+/// What numakit did, or decided to do and handed to the acting layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Committed {
+    /// Per pid: the processes numakit moved (and that are still alive).
+    pub procs: BTreeMap<i32, ProcCommitted>,
+    /// Per command name: harm of its moves, and whether it is left alone.
+    pub comms: BTreeMap<String, CommHarms>,
     /// Pages migrated so far (all time).
     pub pages_migrated: u64,
     /// Reverts so far (all time).
@@ -160,10 +206,25 @@ pub struct History {
     pub slow_memory: BTreeMap<u32, f64>,
 }
 
+/// The format version [`History`] writes.
+pub const HISTORY_VERSION: u32 = 2;
+
+/// The history: input and output of [`decide`](super::decide).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(from = "HistoryFile")]
+pub struct History {
+    /// Format version ([`HISTORY_VERSION`]).
+    pub version: u32,
+    /// What the scans saw.
+    pub observed: Observed,
+    /// What numakit did.
+    pub committed: Committed,
+}
+
 impl History {
     /// An empty history.
     pub fn new() -> Self {
-        Self { version: 1, ..Self::default() }
+        Self { version: HISTORY_VERSION, ..Self::default() }
     }
 
     /// The JSON form, for persisting.
@@ -171,14 +232,114 @@ impl History {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// Reads the JSON form.
+    /// Reads the JSON form (this version's, or version 1's).
     pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text)
     }
 
-    /// Observed drift rate per process-second, with a prior of
-    /// `prior_per_hour` weighted as one hour of observation.
-    pub fn drift_rate(&self, prior_per_hour: f64) -> f64 {
-        (self.drifts as f64 + prior_per_hour) / (self.drift_observed_s + 3600.0)
+    /// Whether either half has a record of `pid`.
+    pub fn knows(&self, pid: i32) -> bool {
+        self.observed.procs.contains_key(&pid) || self.committed.procs.contains_key(&pid)
+    }
+
+    /// Forgets `pid` in both halves (the process is gone).
+    pub fn forget(&mut self, pid: i32) {
+        self.observed.procs.remove(&pid);
+        self.committed.procs.remove(&pid);
+    }
+}
+
+/// The history as read: version 2's two halves, or version 1's one record
+/// per process and per command name.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct HistoryFile {
+    observed: Option<Observed>,
+    committed: Option<Committed>,
+    last_time_s: Option<f64>,
+    procs: BTreeMap<i32, ProcRecordV1>,
+    comms: BTreeMap<String, CommRecordV1>,
+    drifts: u64,
+    drift_observed_s: f64,
+    pages_migrated: u64,
+    reverts: u64,
+    slow_memory: BTreeMap<u32, f64>,
+}
+
+/// Version 1's record of a process: both halves in one.
+#[derive(Deserialize)]
+struct ProcRecordV1 {
+    comm: String,
+    start_s: f64,
+    last_move_s: Option<f64>,
+    moves: u32,
+    placement: Option<Placement>,
+    left_alone_until_s: Option<f64>,
+    last_cpu_node: Option<u32>,
+    #[serde(default)]
+    last_rss: Option<(f64, u64)>,
+}
+
+/// Version 1's record of a command name.
+#[derive(Deserialize)]
+struct CommRecordV1 {
+    harms: u32,
+    left_alone_until_s: Option<f64>,
+    #[serde(default)]
+    runs: Vec<f64>,
+    #[serde(default)]
+    last_run_s: Option<f64>,
+}
+
+impl From<HistoryFile> for History {
+    fn from(f: HistoryFile) -> Self {
+        if f.observed.is_some() || f.committed.is_some() {
+            return Self {
+                version: HISTORY_VERSION,
+                observed: f.observed.unwrap_or_default(),
+                committed: f.committed.unwrap_or_default(),
+            };
+        }
+        let mut h = Self::new();
+        h.observed.last_time_s = f.last_time_s;
+        h.observed.drifts = f.drifts;
+        h.observed.drift_observed_s = f.drift_observed_s;
+        h.committed.pages_migrated = f.pages_migrated;
+        h.committed.reverts = f.reverts;
+        h.committed.slow_memory = f.slow_memory;
+        for (pid, r) in f.procs {
+            let did = r.moves > 0 || r.last_move_s.is_some() || r.placement.is_some() || r.left_alone_until_s.is_some();
+            h.observed.procs.insert(
+                pid,
+                ProcObserved {
+                    comm: r.comm.clone(),
+                    start_s: r.start_s,
+                    last_cpu_node: r.last_cpu_node,
+                    last_rss: r.last_rss,
+                },
+            );
+            if did {
+                h.committed.procs.insert(
+                    pid,
+                    ProcCommitted {
+                        comm: r.comm,
+                        start_s: r.start_s,
+                        last_move_s: r.last_move_s,
+                        moves: r.moves,
+                        placement: r.placement,
+                        left_alone_until_s: r.left_alone_until_s,
+                    },
+                );
+            }
+        }
+        for (name, c) in f.comms {
+            if !c.runs.is_empty() {
+                h.observed.comms.insert(name.clone(), CommRuns { runs: c.runs, last_run_s: c.last_run_s });
+            }
+            if c.harms > 0 || c.left_alone_until_s.is_some() {
+                h.committed.comms.insert(name, CommHarms { harms: c.harms, left_alone_until_s: c.left_alone_until_s });
+            }
+        }
+        h
     }
 }

@@ -74,7 +74,9 @@ pub mod state;
 pub use action::{Action, ActionKind, Why};
 pub use config::Config;
 pub use decide::{decide, Decision};
-pub use history::{CommRecord, History, Placement, ProcRecord};
+pub use history::{
+    CommHarms, CommRuns, Committed, History, Observed, Placement, ProcCommitted, ProcObserved, HISTORY_VERSION,
+};
 pub use machine::{Machine, MachineError, MachineNode};
 pub use snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
 

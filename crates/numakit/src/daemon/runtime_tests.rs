@@ -282,6 +282,9 @@ fn service_decides_logs_and_answers_control_requests() {
     assert!(bind.contains(0) || migrates_there, "{a:?}");
     assert!(a.iter().all(|(_, o)| o.name() == "not-done"));
     assert!(!r.changed);
+    // Nothing applied, nothing committed: the history keeps what was
+    // observed only, and the status lists no process as managed.
+    assert!(svc.status().managed.is_empty(), "{:?}", svc.status().managed);
     // B and C are left alone as their owners' placements.
     for pid in [200, 300] {
         let v = for_pid(pid);

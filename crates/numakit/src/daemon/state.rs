@@ -7,6 +7,10 @@
 //! The file is written before an action is applied (write-ahead) and again
 //! after, so a daemon killed in between finds at its next start a
 //! placement it can check against every thread and finish or undo.
+//!
+//! Format [`STATE_VERSION`] (2) keeps the history in its two halves,
+//! observed and committed; files of version 1 (one record per process)
+//! are read and written back as version 2.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,11 +65,15 @@ impl CtlLists {
     }
 }
 
+/// The state file's format version: 2 since the history is kept in two
+/// halves ([`History`]).
+pub const STATE_VERSION: u32 = 2;
+
 /// The daemon's persistent state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
 pub struct State {
-    /// Format version (1).
+    /// Format version ([`STATE_VERSION`]; 1 is read too).
     pub version: u32,
     /// The decision core's history.
     pub history: History,
@@ -88,6 +96,16 @@ pub enum StateError {
         /// The error.
         source: std::io::Error,
     },
+    /// Written by a newer numakit.
+    #[error(
+        "{path}: state file version {version}, this numakit reads up to {STATE_VERSION}; move it away to start afresh"
+    )]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        version: u32,
+    },
     /// Not our JSON.
     #[error("{path}: not a numakit daemon state file ({source}); move it away to start afresh")]
     Format {
@@ -101,16 +119,24 @@ pub enum StateError {
 impl State {
     /// An empty state.
     pub fn new() -> Self {
-        Self { version: 1, history: History::new(), ..Self::default() }
+        Self { version: STATE_VERSION, history: History::new(), ..Self::default() }
     }
 
-    /// Reads the state file; a missing file is an empty state.
+    /// Reads the state file (version 1 or 2, as version 2); a missing file
+    /// is an empty state.
     pub fn load(path: &Path) -> Result<Self, StateError> {
-        match std::fs::read_to_string(path) {
-            Ok(t) => serde_json::from_str(&t).map_err(|source| StateError::Format { path: path.into(), source }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::new()),
-            Err(source) => Err(StateError::Io { path: path.into(), source }),
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::new()),
+            Err(source) => return Err(StateError::Io { path: path.into(), source }),
+        };
+        let mut state: Self =
+            serde_json::from_str(&text).map_err(|source| StateError::Format { path: path.into(), source })?;
+        if state.version > STATE_VERSION {
+            return Err(StateError::Version { path: path.into(), version: state.version });
         }
+        state.version = STATE_VERSION;
+        Ok(state)
     }
 
     /// Writes the state file durably ([`crate::files::write_atomic`]).
@@ -155,5 +181,48 @@ mod tests {
         std::fs::write(&p, "{not json").unwrap();
         let e = State::load(&p).unwrap_err().to_string();
         assert!(e.contains("state.json") && e.contains("not a numakit daemon state file") && !e.contains('\n'), "{e}");
+    }
+
+    /// A state file of version 1 (one record per process and per command
+    /// name), written by the daemon before its history was split: read
+    /// into the two halves, written back as version 2, read back the same.
+    /// (That the halves are what today's scans make of the same inputs is
+    /// tested with the decision, `decide::tests::inputs`.)
+    #[test]
+    fn version_1_files_are_read_and_written_as_version_2() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        std::fs::write(&p, include_str!("testdata/state-v1.json")).unwrap();
+        let s = State::load(&p).unwrap();
+        assert_eq!(s.version, STATE_VERSION);
+        let (o, c) = (&s.history.observed, &s.history.committed);
+        assert_eq!(o.last_time_s, Some(1120.0));
+        assert_eq!(o.procs.keys().copied().collect::<Vec<_>>(), [3, 7]);
+        assert_eq!((o.procs[&7].last_cpu_node, o.procs[&7].last_rss), (Some(1), Some((1120.0, 2 << 30))));
+        assert_eq!(o.comms.keys().collect::<Vec<_>>(), ["job5"]);
+        assert_eq!((o.comms["job5"].runs.as_slice(), o.comms["job5"].last_run_s), (&[660.0][..], Some(1120.0)));
+        assert_eq!(c.procs[&3].placement.as_ref().map(|p| p.pending.clone()), Some(vec![(1, 0, 22144)]));
+        assert_eq!((c.procs[&7].moves, c.procs[&7].left_alone_until_s), (1, Some(4720.0)));
+        assert_eq!(c.comms.keys().collect::<Vec<_>>(), ["job7"]);
+        assert_eq!(c.comms["job7"].harms, 1);
+        assert_eq!((c.pages_migrated, c.reverts), (764288, 1));
+        assert_eq!(c.slow_memory, BTreeMap::from([(1, 4720.0)]));
+        assert_eq!(s.ctl.exclude_comms, ["qemu-kvm"]);
+        assert_eq!(s.originals[&7].cpus, "0-7");
+        assert_eq!(s.globals.len(), 1);
+        s.save(&p).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert_eq!((v["version"].as_u64(), v["history"]["version"].as_u64()), (Some(2), Some(2)));
+        assert!(v["history"]["procs"].is_null() && v["history"]["observed"]["procs"]["7"].is_object());
+        assert_eq!(State::load(&p).unwrap(), s);
+    }
+
+    #[test]
+    fn a_newer_version_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        std::fs::write(&p, r#"{"version": 3}"#).unwrap();
+        let e = State::load(&p).unwrap_err().to_string();
+        assert!(e.contains("version 3") && e.contains("up to 2") && !e.contains('\n'), "{e}");
     }
 }

@@ -28,7 +28,7 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::Excluded { rule }));
                 continue;
             }
-            let rec = h.procs.get(&p.pid);
+            let rec = h.committed.procs.get(&p.pid);
             let placed = rec.and_then(|r| r.placement.as_ref());
             let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
             let restricted = is_restricted(v, p) || p.mem_policy != MemPolicy::Default;
@@ -40,7 +40,7 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::Interleaved));
                 continue;
             }
-            if let Some(until_s) = h.comms.get(&p.comm).and_then(|c| c.left_alone_until_s) {
+            if let Some(until_s) = h.committed.comms.get(&p.comm).and_then(|c| c.left_alone_until_s) {
                 actions.push(keep(p.pid, Why::CommLeftAlone { until_s }));
                 continue;
             }
@@ -102,8 +102,8 @@ impl Scan<'_> {
             // Nothing more onto memory that did harm: no pages moved there, no
             // threads moved to the nodes it is home to.
             let mut onto_slow: Vec<Opt> = Vec::new();
-            if !h.slow_memory.is_empty() {
-                let slow = |b: usize| h.slow_memory.contains_key(&machine.nodes[b].id);
+            if !h.committed.slow_memory.is_empty() {
+                let slow = |b: usize| h.committed.slow_memory.contains_key(&machine.nodes[b].id);
                 let (keep_o, slow_o): (Vec<Opt>, Vec<Opt>) = options.into_iter().partition(|o| {
                     let inside: f64 = o.cpu.iter().map(|&a| f.c[a]).sum();
                     let total: f64 = f.c.iter().sum();
@@ -158,12 +158,13 @@ impl Scan<'_> {
                 let mut nodes: Vec<u32> = Vec::new();
                 for o in onto_slow.iter().filter(|o| pays(o)) {
                     let mem = o.moves.iter().map(|m| m.1).chain(o.mem.iter().copied());
-                    nodes.extend(mem.map(|b| machine.nodes[b].id).filter(|id| h.slow_memory.contains_key(id)));
+                    nodes
+                        .extend(mem.map(|b| machine.nodes[b].id).filter(|id| h.committed.slow_memory.contains_key(id)));
                 }
                 nodes.sort_unstable();
                 nodes.dedup();
                 (!nodes.is_empty()).then(|| Why::SlowMemory {
-                    until_s: nodes.iter().map(|id| h.slow_memory[id]).fold(0.0, f64::max),
+                    until_s: nodes.iter().map(|id| h.committed.slow_memory[id]).fold(0.0, f64::max),
                     nodes,
                 })
             };

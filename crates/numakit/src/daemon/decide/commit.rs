@@ -8,7 +8,7 @@ use super::facts::demand;
 use super::options::{cpu_fit, Opt};
 use super::{keep, Scan};
 use crate::daemon::action::{Action, ActionKind, Why};
-use crate::daemon::history::{Placement, ProcRecord};
+use crate::daemon::history::{Placement, ProcCommitted};
 use crate::daemon::snapshot::ProcInfo;
 
 impl Scan<'_> {
@@ -108,7 +108,7 @@ impl Scan<'_> {
                         book.ours[a] -= x;
                     }
                     book.pins.retain(|x| x.0 != *other);
-                    if let Some(rec) = h.procs.get_mut(other) {
+                    if let Some(rec) = h.committed.procs.get_mut(other) {
                         if let Some(pl) = rec.placement.take() {
                             actions.push(Action {
                                 pid: *other,
@@ -175,7 +175,14 @@ impl Scan<'_> {
                 book.free_bytes[b] += x;
                 book.free_bytes[d] -= x;
             }
-            let rec = h.procs.entry(pid).or_insert_with(|| ProcRecord::new(&p.comm, now - p.age_s));
+            // Known to the process's observed record (every candidate has
+            // one by now): the same identity in both halves.
+            let (comm, start_s) = h
+                .observed
+                .procs
+                .get(&pid)
+                .map_or_else(|| (p.comm.clone(), now - p.age_s), |r| (r.comm.clone(), r.start_s));
+            let rec = h.committed.procs.entry(pid).or_insert_with(|| ProcCommitted::new(&comm, start_s));
             rec.last_move_s = Some(now);
             rec.moves += 1;
             let prev = rec.placement.take();

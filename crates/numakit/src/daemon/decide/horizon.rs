@@ -11,15 +11,15 @@
 //! mean time they still ran (each capped), with the age as one more run
 //! (the prior), and never more than the age. The runs only shorten: with
 //! the whole expected run as horizon, moves of a few per cent passed
-//! against displacement costs and some did harm (docs/simulate.md, change
-//! 22). A process older than every run seen gets the age. Run times are
+//! against displacement costs and some did harm (docs/design-notes.md,
+//! "The horizon is the age"). A process older than every run seen gets the age. Run times are
 //! only known of processes that ended, so early on the long ones are
 //! missing: the estimate errs short, towards doing less.
 
 use std::collections::BTreeSet;
 
 use crate::daemon::config::Config;
-use crate::daemon::history::{History, ProcRecord, COMMS_WITH_RUNS_KEPT};
+use crate::daemon::history::{History, Observed, ProcObserved, COMMS_WITH_RUNS_KEPT};
 use crate::daemon::snapshot::ProcInfo;
 
 /// The expected remaining run time of `p`, seconds, at most
@@ -29,6 +29,7 @@ pub(super) fn horizon(h: &History, p: &ProcInfo, cfg: &Config) -> (f64, u32) {
     let cap = cfg.max_horizon_s.max(0.0);
     let age = p.age_s.clamp(0.0, cap);
     let Some(runs) = h
+        .observed
         .comms
         .get(&p.comm)
         .map(|c| &c.runs)
@@ -50,13 +51,13 @@ pub(super) fn horizon(h: &History, p: &ProcInfo, cfg: &Config) -> (f64, u32) {
 /// (between the previous scan at `prev_s` and `now`: the middle is taken)
 /// under its command name, and keeps the run times of the
 /// [`COMMS_WITH_RUNS_KEPT`] names that ended most recently.
-pub(super) fn learn_runs(h: &mut History, exited: &[i32], prev_s: Option<f64>, now: f64) {
+pub(super) fn learn_runs(h: &mut Observed, exited: &[i32], prev_s: Option<f64>, now: f64) {
     let Some(prev) = prev_s else { return };
     let ended = (prev + now) / 2.0;
     let done: Vec<(String, f64)> = exited
         .iter()
         .filter_map(|pid| h.procs.get(pid))
-        .map(|r: &ProcRecord| (r.comm.clone(), (ended - r.start_s).max(0.0)))
+        .map(|r: &ProcObserved| (r.comm.clone(), (ended - r.start_s).max(0.0)))
         .collect();
     for (comm, run) in done {
         h.comms.entry(comm).or_default().record_run(run, now);

@@ -21,7 +21,7 @@ impl Scan<'_> {
         let machine = v.m;
         let mut harmed_comms: BTreeSet<String> = BTreeSet::new();
         for p in procs {
-            let Some(rec) = h.procs.get_mut(&p.pid) else { continue };
+            let Some(rec) = h.committed.procs.get_mut(&p.pid) else { continue };
             let Some(pl) = rec.placement.as_ref() else { continue };
             if pl.cpu_nodes != p.affinity {
                 // Someone else changed it since: theirs now.
@@ -57,7 +57,7 @@ impl Scan<'_> {
                 let waited = p.cpu_wait / (p.cpu_use + p.cpu_wait).max(1e-12);
                 if waited < cfg.harm_threshold && f.locality + 1e-9 >= pl.baseline_locality {
                     for b in placement_memory(v, &pl.cpu_nodes, &pl.mem_nodes) {
-                        h.slow_memory.insert(machine.nodes[b].id, now + cfg.leave_alone_s);
+                        h.committed.slow_memory.insert(machine.nodes[b].id, now + cfg.leave_alone_s);
                     }
                 }
                 if pl.prev_affinity != pl.origin_affinity {
@@ -100,11 +100,11 @@ impl Scan<'_> {
                     rec.placement = None;
                 }
                 rec.left_alone_until_s = Some(now + cfg.leave_alone_s);
-                h.reverts += 1;
+                h.committed.reverts += 1;
                 // Reverts of one name in one scan share their cause (one crowded
                 // node, one bad estimate): they count once.
                 if harmed_comms.insert(p.comm.clone()) {
-                    let c = h.comms.entry(p.comm.clone()).or_default();
+                    let c = h.committed.comms.entry(p.comm.clone()).or_default();
                     c.harms += 1;
                     if c.harms >= cfg.comm_harm_limit {
                         c.left_alone_until_s = Some(now + cfg.comm_leave_alone_s);
@@ -115,7 +115,7 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::Judged { before, after }));
                 // A kept move of the name ends its run of reverts: the name is
                 // left alone only after reverts with no success in between.
-                if let Some(c) = h.comms.get_mut(&p.comm).filter(|c| c.left_alone_until_s.is_none()) {
+                if let Some(c) = h.committed.comms.get_mut(&p.comm).filter(|c| c.left_alone_until_s.is_none()) {
                     c.harms = 0;
                 }
             }

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use super::action::{Action, ActionKind, Why};
 use super::config::Config;
-use super::history::{History, ProcRecord};
+use super::history::{History, ProcObserved, HISTORY_VERSION};
 use super::machine::Machine;
 use super::snapshot::{ProcInfo, Snapshot};
 
@@ -113,7 +113,7 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
     let drift_rate = scan.observe(&procs);
     let proposals = scan.candidates(&procs, drift_rate);
     scan.commit(&procs, proposals);
-    scan.h.pages_migrated += scan.pages_total;
+    scan.h.committed.pages_migrated += scan.pages_total;
     Decision { actions: scan.actions, history: scan.h }
 }
 
@@ -132,30 +132,34 @@ impl<'a> Scan<'a> {
         let v = View { m: machine, r, homes, all_cpu };
         let now = snap.time_s;
         let mut h = history.clone();
-        h.version = 1;
-        let elapsed =
-            h.last_time_s.map_or(cfg.interval_s, |t| (now - t).clamp(0.0, cfg.max_budget_intervals * cfg.interval_s));
-        h.last_time_s = Some(now);
+        h.version = HISTORY_VERSION;
+        let elapsed = h
+            .observed
+            .last_time_s
+            .map_or(cfg.interval_s, |t| (now - t).clamp(0.0, cfg.max_budget_intervals * cfg.interval_s));
+        h.observed.last_time_s = Some(now);
         let page = cfg.page_bytes.max(1);
         let budget_full = (cfg.pages_per_s as f64 * elapsed) as u64;
         let budget = budget_full;
 
-        horizon::learn_runs(&mut h, &snap.exited, history.last_time_s, now);
+        horizon::learn_runs(&mut h.observed, &snap.exited, history.observed.last_time_s, now);
         let live: BTreeMap<i32, &ProcInfo> = procs.iter().map(|p| (p.pid, *p)).collect();
-        h.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s)));
-        for rec in h.procs.values_mut() {
+        h.observed.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s)));
+        h.committed.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s)));
+        for rec in h.committed.procs.values_mut() {
             if rec.left_alone_until_s.is_some_and(|u| u <= now) {
                 rec.left_alone_until_s = None;
             }
         }
-        for c in h.comms.values_mut() {
+        for c in h.committed.comms.values_mut() {
             if c.left_alone_until_s.is_some_and(|u| u <= now) {
                 c.left_alone_until_s = None;
                 c.harms = 0;
             }
         }
-        h.comms.retain(|_, c| c.harms > 0 || c.left_alone_until_s.is_some() || !c.runs.is_empty());
-        h.slow_memory.retain(|_, until| *until > now);
+        h.observed.comms.retain(|_, c| !c.runs.is_empty());
+        h.committed.comms.retain(|_, c| c.harms > 0 || c.left_alone_until_s.is_some());
+        h.committed.slow_memory.retain(|_, until| *until > now);
 
         let mut book = Book {
             free_cpus: vec![0.0; v.n()],
@@ -196,7 +200,7 @@ impl<'a> Scan<'a> {
         }
         let mut all_facts: BTreeMap<i32, Facts> = BTreeMap::new();
         for p in procs {
-            let placed = h.procs.get(&p.pid).and_then(|r| r.placement.as_ref());
+            let placed = h.committed.procs.get(&p.pid).and_then(|r| r.placement.as_ref());
             let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
             let mut f = facts::facts(&v, p, cfg, ours);
             (f.horizon, f.horizon_runs) = horizon::horizon(&h, p, cfg);
@@ -237,7 +241,7 @@ impl<'a> Scan<'a> {
             if !big(p, cfg) {
                 continue;
             }
-            let rec = h.procs.entry(p.pid).or_insert_with(|| ProcRecord::new(&p.comm, now - p.age_s));
+            let rec = h.observed.procs.entry(p.pid).or_insert_with(|| ProcObserved::new(&p.comm, now - p.age_s));
             if let (Some((t0, r0)), Some(f)) = (rec.last_rss, all_facts.get_mut(&p.pid)) {
                 if now > t0 {
                     f.growth = (p.rss_bytes as f64 - r0 as f64).max(0.0) / (now - t0);
@@ -249,13 +253,13 @@ impl<'a> Scan<'a> {
             }
             let main = main_node(v, p);
             if let (Some(prev), Some(cur)) = (rec.last_cpu_node, main) {
-                h.drift_observed_s += elapsed;
+                h.observed.drift_observed_s += elapsed;
                 if prev != cur {
-                    h.drifts += 1;
+                    h.observed.drifts += 1;
                 }
             }
             rec.last_cpu_node = main;
         }
-        h.drift_rate(cfg.drift_prior_per_hour)
+        h.observed.drift_rate(cfg.drift_prior_per_hour)
     }
 }

@@ -12,7 +12,7 @@ impl Scan<'_> {
     pub(super) fn owed_migrations(&mut self, procs: &[&ProcInfo]) {
         let Scan { page, now, ref mut h, ref mut actions, ref mut budget, ref mut pages_total, .. } = *self;
         for p in procs {
-            let Some(rec) = h.procs.get_mut(&p.pid) else { continue };
+            let Some(rec) = h.committed.procs.get_mut(&p.pid) else { continue };
             let Some(pl) = rec.placement.as_mut() else { continue };
             if pl.pending.is_empty() {
                 continue;

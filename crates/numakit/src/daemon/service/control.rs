@@ -35,14 +35,15 @@ impl Service {
                     Target::Pid(p) => {
                         c.exclude_pids.retain(|x| x != p);
                         c.include_pids.retain(|x| x != p);
-                        if let Some(r) = h.procs.get_mut(p) {
+                        if let Some(r) = h.committed.procs.get_mut(p) {
                             r.left_alone_until_s = None;
                         }
                     }
                     Target::Comm(n) => {
                         c.exclude_comms.retain(|x| x != n);
                         c.include_comms.retain(|x| x != n);
-                        h.comms.remove(n);
+                        h.observed.comms.remove(n);
+                        h.committed.comms.remove(n);
                     }
                 }
                 format!("forgot {t}")

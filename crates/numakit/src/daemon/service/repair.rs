@@ -13,15 +13,17 @@ impl Service {
     /// the module documentation).
     pub(super) fn repair(&mut self) {
         let now = unix_now();
-        let pids: Vec<i32> = self.state.history.procs.keys().copied().collect();
+        let h = &self.state.history;
+        let mut pids: Vec<i32> = h.observed.procs.keys().chain(h.committed.procs.keys()).copied().collect();
+        pids.sort_unstable();
+        pids.dedup();
         for pid in pids {
-            let alive = self.sys.exists(format!("proc/{pid}"));
-            let Some(rec) = self.state.history.procs.get(&pid) else { continue };
-            if !alive {
-                self.state.history.procs.remove(&pid);
+            if !self.sys.exists(format!("proc/{pid}")) {
+                self.state.history.forget(pid);
                 self.state.originals.remove(&pid);
                 continue;
             }
+            let Some(rec) = self.state.history.committed.procs.get(&pid) else { continue };
             let Some(pl) = rec.placement.clone() else { continue };
             let target = self.node_cpus.cpus_of(&pl.cpu_nodes);
             let cg = self.state.originals.get(&pid).and_then(|o| o.cgroup.clone());
@@ -41,7 +43,7 @@ impl Service {
                 (o, format!("repair: {at} of {} threads were bound when the daemon stopped; bind finished", at + other))
             } else {
                 // Nothing of the bind happened: forget it, decide afresh.
-                if let Some(r) = self.state.history.procs.get_mut(&pid) {
+                if let Some(r) = self.state.history.committed.procs.get_mut(&pid) {
                     r.placement = None;
                 }
                 (
@@ -54,7 +56,7 @@ impl Service {
         }
         let live: Vec<i32> = self.state.originals.keys().copied().collect();
         for pid in live {
-            if !self.state.history.procs.contains_key(&pid) {
+            if !self.state.history.knows(pid) {
                 self.state.originals.remove(&pid);
             }
         }

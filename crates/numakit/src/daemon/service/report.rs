@@ -59,6 +59,7 @@ impl Service {
             interval_s: self.interval_s,
             counters: self.counters.clone(),
             managed: h
+                .committed
                 .procs
                 .iter()
                 .filter_map(|(pid, r)| {
@@ -74,15 +75,16 @@ impl Service {
             excluded: Names { pids: ctl.exclude_pids.clone(), comms: ctl.exclude_comms.clone() },
             included: Names { pids: ctl.include_pids.clone(), comms: ctl.include_comms.clone() },
             left_alone_comms: h
+                .committed
                 .comms
                 .iter()
                 .filter(|(_, c)| c.left_alone_until_s.is_some_and(|u| u > unix_now()))
                 .map(|(n, _)| n.clone())
                 .collect(),
-            reverts_ever: h.reverts,
+            reverts_ever: h.committed.reverts,
             run_times: RunTimes {
-                commands: h.comms.values().filter(|c| !c.runs.is_empty()).count(),
-                runs: h.comms.values().map(|c| c.runs.len()).sum(),
+                commands: h.observed.comms.values().filter(|c| !c.runs.is_empty()).count(),
+                runs: h.observed.comms.values().map(|c| c.runs.len()).sum(),
             },
             globals_changed: self.state.globals.clone(),
             progress_measure: ProgressMeasure { by: by.to_string(), why: why.map(str::to_string) },

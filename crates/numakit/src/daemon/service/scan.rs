@@ -86,7 +86,9 @@ impl Service {
                 self.save()?;
             }
         } else {
-            self.state.history = observations_only(&self.state.history, &decision.history);
+            // Nothing is applied: the new observations, the old commitments.
+            self.state.history =
+                History { observed: decision.history.observed.clone(), ..std::mem::take(&mut self.state.history) };
         }
 
         let mut report = ScanReport { counts, ..Default::default() };
@@ -114,7 +116,7 @@ impl Service {
             report.results.push((a.clone(), outcome));
         }
         // Records of processes gone.
-        self.state.originals.retain(|pid, _| self.state.history.procs.contains_key(pid));
+        self.state.originals.retain(|pid, _| self.state.history.knows(*pid));
         // After a change at once; otherwise the observations (rates,
         // drift, judgements under way) at most STATE_SAVE_MAX_AGE_S late.
         let attempted = decision.changes().next().is_some();
@@ -159,18 +161,18 @@ impl Service {
                 self.counters.migrations_total += 1;
                 self.counters.pages_migrated_total += pages_moved;
                 let short = pages.saturating_sub(*pages_moved);
-                h.pages_migrated = h.pages_migrated.saturating_sub(short);
+                h.committed.pages_migrated = h.committed.pages_migrated.saturating_sub(short);
                 // Part moved: the rest is owed once more (none moved: the
                 // pages cannot move, e.g. pinned; not asked again).
                 if short > 0 && *pages_moved > 0 {
-                    if let Some(pl) = h.procs.get_mut(&a.pid).and_then(|r| r.placement.as_mut()) {
+                    if let Some(pl) = h.committed.procs.get_mut(&a.pid).and_then(|r| r.placement.as_mut()) {
                         pl.pending.push((*from, *to, short));
                     }
                 }
             }
             (Outcome::Gone, _) => {
                 self.counters.gone_total += 1;
-                h.procs.remove(&a.pid);
+                h.forget(a.pid);
                 failed_bind.push(a.pid);
             }
             (Outcome::Failed { .. }, kind) => {
@@ -178,46 +180,18 @@ impl Service {
                 match kind {
                     ActionKind::Bind { .. } => {
                         // Not placed: back to what it had.
-                        if let Some(r) = h.procs.get_mut(&a.pid) {
+                        if let Some(r) = h.committed.procs.get_mut(&a.pid) {
                             r.placement = None;
                         }
                         failed_bind.push(a.pid);
                     }
-                    ActionKind::Migrate { pages, .. } => h.pages_migrated = h.pages_migrated.saturating_sub(*pages),
+                    ActionKind::Migrate { pages, .. } => {
+                        h.committed.pages_migrated = h.committed.pages_migrated.saturating_sub(*pages)
+                    }
                     _ => {}
                 }
             }
             _ => {}
         }
     }
-}
-
-/// The history to keep when nothing was applied (dry run, deferred): the
-/// committed moves of `before` stay as they were, and only what `decided`
-/// observed is taken from it (drift, growth, last nodes, the run times of
-/// processes that exited), so the history never records moves that did
-/// not happen.
-fn observations_only(before: &History, decided: &History) -> History {
-    let mut h = before.clone();
-    for (name, c) in &decided.comms {
-        let e = h.comms.entry(name.clone()).or_default();
-        e.runs.clone_from(&c.runs);
-        e.last_run_s = c.last_run_s;
-    }
-    for (name, c) in h.comms.iter_mut() {
-        if !decided.comms.contains_key(name) {
-            c.runs.clear();
-            c.last_run_s = None;
-        }
-    }
-    h.comms.retain(|_, c| !c.runs.is_empty() || c.harms > 0 || c.left_alone_until_s.is_some());
-    h.drifts = decided.drifts;
-    h.drift_observed_s = decided.drift_observed_s;
-    h.last_time_s = decided.last_time_s;
-    for (pid, rec) in &decided.procs {
-        let e = h.procs.entry(*pid).or_insert_with(|| rec.clone());
-        e.last_cpu_node = rec.last_cpu_node;
-        e.last_rss = rec.last_rss;
-    }
-    h
 }

@@ -30,3 +30,32 @@ fn actions_serialise() {
     assert_eq!(j[0]["reason"]["why"], "improve");
     assert_eq!(j[1]["action"], "migrate");
 }
+
+/// A history of version 1 (one record per process and per command name),
+/// captured from the daemon's state file before the history was split:
+/// two scans, a move judged harmful and reverted, a move owing pages, a
+/// command seen to end. Read now, it is what today's decision makes of
+/// the same two scans, half for half.
+#[test]
+fn a_version_1_history_reads_as_the_same_scans_give_now() {
+    let file: serde_json::Value = serde_json::from_str(include_str!("../../testdata/state-v1.json")).expect("json");
+    let old = History::from_json(&file["history"].to_string()).expect("history");
+    let m = two();
+    let p7 = job(7, 1, &[(0, 2)], 0.4);
+    let p5 = job(5, 0, &[(0, 1)], 0.1);
+    let d1 =
+        decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p7.clone(), p5]), &Config::default(), &History::new());
+    let mut a7 = p7;
+    a7.age_s += 120.0;
+    a7.affinity = ns("1");
+    a7.mem_policy = MemPolicy::Preferred(ns("1"));
+    a7.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    a7.progress.instr_rate = Some(0.5);
+    let p3 = job(3, 0, &[(1, 3)], 0.5);
+    let mut s = snap(1120.0, &m, &[(0.0, 4), (0.0, 4)], vec![a7, p3]);
+    s.exited = vec![5];
+    let d2 = decide(&m, &s, &Config { pages_per_s: 4000, ..Config::default() }, &d1.history);
+    assert_eq!(old, d2.history);
+    assert!(!old.committed.procs[&3].placement.as_ref().expect("placed").pending.is_empty());
+    assert_eq!(old.committed.reverts, 1);
+}

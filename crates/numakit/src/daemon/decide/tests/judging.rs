@@ -22,7 +22,7 @@ fn a_move_that_helps_is_kept() {
     let (_, d2) = move_then_judge(1.15, &History::new(), 7, 1000.0);
     assert!(d2.changes().next().is_none());
     assert!(matches!(why_of(&d2, 7)[0], Why::Judged { .. }), "{:#?}", d2.actions);
-    assert!(d2.history.procs[&7].placement.as_ref().unwrap().judged);
+    assert!(d2.history.committed.procs[&7].placement.as_ref().unwrap().judged);
 }
 
 #[test]
@@ -32,9 +32,9 @@ fn a_move_that_hurts_is_reverted_and_remembered() {
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].kind, ActionKind::Revert { cpu_nodes: ns("0-63"), mem_policy: MemPolicy::Default });
     assert!(c[0].reason.to_string().contains("-10.0%"), "{}", c[0].reason);
-    let rec = &d2.history.procs[&7];
+    let rec = &d2.history.committed.procs[&7];
     assert_eq!(rec.left_alone_until_s, Some(1120.0 + 3600.0));
-    assert_eq!(d2.history.comms["job7"].harms, 1);
+    assert_eq!(d2.history.committed.comms["job7"].harms, 1);
     // The history survives a restart (JSON round trip).
     let h = History::from_json(&d2.history.to_json()).unwrap();
     assert_eq!(h, d2.history);
@@ -63,7 +63,7 @@ fn a_revert_takes_the_pages_back() {
     let c: Vec<&Action> = d.changes().collect();
     assert_eq!(c.len(), 1, "{:#?}", d.actions);
     assert_eq!(c[0].kind, ActionKind::Revert { cpu_nodes: ns("0"), mem_policy: MemPolicy::Preferred(ns("0")) });
-    let pl = d.history.procs[&7].placement.as_ref().expect("placement");
+    let pl = d.history.committed.procs[&7].placement.as_ref().expect("placement");
     assert_eq!(pl.pending, [(1, 0, 2 * GIB / PAGE)]);
     // Next scan: back on node 0, its pages follow within the budget.
     p.affinity = ns("0");
@@ -93,9 +93,9 @@ fn reverts_of_one_scan_count_once_and_a_success_ends_the_run() {
     let cfg = Config::default();
     let free = [(0.0, 4), (0.0, 4)];
     let d = decide(&m, &snap(1000.0, &m, &free, procs), &cfg, &h);
-    assert_eq!(d.history.reverts, 4);
-    assert_eq!(d.history.comms["hs06"].harms, 1);
-    assert_eq!(d.history.comms["hs06"].left_alone_until_s, None);
+    assert_eq!(d.history.committed.reverts, 4);
+    assert_eq!(d.history.committed.comms["hs06"].harms, 1);
+    assert_eq!(d.history.committed.comms["hs06"].left_alone_until_s, None);
     // Another hs06 whose pin is judged and kept: the run ends.
     let mut p = proc_(9, "hs06", &[(1, 1.0)], &[(1, 1)], 0.3);
     p.affinity = ns("1");
@@ -104,7 +104,7 @@ fn reverts_of_one_scan_count_once_and_a_success_ends_the_run() {
     placed(&mut h, &p, 1015.0, "1", "1", "0-63", false);
     let d2 = decide(&m, &snap(1015.0, &m, &free, vec![p]), &cfg, &h);
     assert!(d2.actions.iter().any(|a| matches!(a.reason, Why::Judged { .. })), "{:#?}", d2.actions);
-    assert_eq!(d2.history.comms["hs06"].harms, 0);
+    assert_eq!(d2.history.committed.comms["hs06"].harms, 0);
 }
 
 #[test]
@@ -125,11 +125,11 @@ fn comm_ban_is_set_by_decide_itself() {
         h = d2.history;
         // (The harm also marks node 1's memory slow, which would keep the
         // next process off it; the name's record is what is tested here.)
-        h.slow_memory.clear();
+        h.committed.slow_memory.clear();
         t += 200.0;
     }
-    assert_eq!(h.reverts, 2);
-    assert_eq!(h.comms["reco"].left_alone_until_s, Some(1320.0 + 86400.0));
+    assert_eq!(h.committed.reverts, 2);
+    assert_eq!(h.committed.comms["reco"].left_alone_until_s, Some(1320.0 + 86400.0));
     // Another process of the same name is left alone too.
     let mut p = job(40, 1, &[(0, 2)], 0.4);
     p.comm = "reco".into();
@@ -154,7 +154,7 @@ fn cool_down_and_stickiness() {
 #[test]
 fn pid_reuse_forgets_the_old_process() {
     let (_, d2) = move_then_judge(0.5, &History::new(), 7, 1000.0);
-    assert!(d2.history.procs[&7].left_alone_until_s.is_some());
+    assert!(d2.history.committed.procs[&7].left_alone_until_s.is_some());
     let m = two();
     // Same pid, but started just now.
     let mut p = job(7, 1, &[(0, 2)], 0.4);
@@ -162,7 +162,7 @@ fn pid_reuse_forgets_the_old_process() {
     // (The harm also marked node 1's memory slow, which would keep the new
     // process off it; the old process's record is what is tested here.)
     let mut h = d2.history.clone();
-    h.slow_memory.clear();
+    h.committed.slow_memory.clear();
     let d3 = decide(&m, &snap(1500.0, &m, &[(0.0, 4), (0.0, 4)], vec![p]), &Config::default(), &h);
     assert_eq!(d3.changes().count(), 2, "{:#?}", d3.actions);
 }
@@ -186,13 +186,13 @@ fn memory_that_did_harm_gets_no_more_for_a_while() {
     a.progress.instr_rate = Some(0.8);
     let mut h = History::new();
     placed(&mut h, &a, 1000.0, "1", "0", "0-63", true);
-    h.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").baseline_locality = 0.0;
+    h.committed.procs.get_mut(&1).and_then(|r| r.placement.as_mut()).expect("placement").baseline_locality = 0.0;
     let b = proc_(2, "reco", &[(2, 1.0)], &[(0, 2)], 0.5);
     let free = [(2.0, 8), (3.0, 0), (0.0, 0)];
     let cfg = Config::default();
     let d = decide(&m, &snap(1000.0, &m, &free, vec![a.clone(), b.clone()]), &cfg, &h);
     assert!(d.changes().any(|x| x.pid == 1 && matches!(x.reason, Why::Harm { .. })), "{:#?}", d.actions);
-    assert_eq!(d.history.slow_memory, BTreeMap::from([(0, 1000.0 + cfg.leave_alone_s)]));
+    assert_eq!(d.history.committed.slow_memory, BTreeMap::from([(0, 1000.0 + cfg.leave_alone_s)]));
     assert!(binds(&d).iter().all(|(pid, to)| *pid != 2 || to == "2"), "{:#?}", d.actions);
     // A scan later it still holds (and b stays off node 0 and node 1).
     let mut b2 = b.clone();
@@ -211,6 +211,6 @@ fn memory_that_did_harm_gets_no_more_for_a_while() {
     a.cpu_per_node = BTreeMap::from([(1, 0.8)]);
     let d3 = decide(&m, &snap(1000.0, &m, &free, vec![a, b]), &cfg, &h);
     assert!(d3.changes().any(|x| x.pid == 1 && matches!(x.reason, Why::Harm { .. })), "{:#?}", d3.actions);
-    assert!(d3.history.slow_memory.is_empty());
+    assert!(d3.history.committed.slow_memory.is_empty());
     assert_eq!(binds(&d3), [(2, "0".to_string())], "{:#?}", d3.actions);
 }

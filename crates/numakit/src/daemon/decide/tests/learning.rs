@@ -14,7 +14,7 @@ fn short_job_machine() -> (Machine, ProcInfo, [(f64, u64); 2]) {
 fn with_runs(comm: &str, runs: &[f64]) -> History {
     let mut h = History::new();
     for &r in runs {
-        h.comms.entry(comm.to_string()).or_default().record_run(r, 900.0);
+        h.observed.comms.entry(comm.to_string()).or_default().record_run(r, 900.0);
     }
     h
 }
@@ -45,8 +45,8 @@ fn drift_is_observed_and_protects_local_processes() {
         q.age_s = 600.0 + 15.0 * i as f64;
         h = decide(&m, &snap(t, &m, &[(0.0, 4), (1.0, 4)], vec![q.clone()]), &cfg, &h).history;
     }
-    assert_eq!(h.drifts, 2);
-    assert!((h.drift_observed_s - 45.0).abs() < 1e-9);
+    assert_eq!(h.observed.drifts, 2);
+    assert!((h.observed.drift_observed_s - 45.0).abs() < 1e-9);
 }
 
 /// Once three runs of a command were seen to end, a process of
@@ -99,43 +99,43 @@ fn runs_are_learnt_from_exits() {
     let (m, p, free) = short_job_machine();
     let cfg = Config::default();
     let mut h = History::new();
-    h.procs.insert(7, ProcRecord::new("evgen", 900.0));
-    h.procs.insert(1, ProcRecord::new("evgen", 800.0));
-    h.procs.insert(9, ProcRecord::new("other", 950.0));
-    h.last_time_s = Some(985.0);
+    h.observed.procs.insert(7, ProcObserved::new("evgen", 900.0));
+    h.observed.procs.insert(1, ProcObserved::new("evgen", 800.0));
+    h.observed.procs.insert(9, ProcObserved::new("other", 950.0));
+    h.observed.last_time_s = Some(985.0);
     for i in 0..COMMS_WITH_RUNS_KEPT {
-        h.comms.entry(format!("c{i:03}")).or_default().record_run(10.0, i as f64);
+        h.observed.comms.entry(format!("c{i:03}")).or_default().record_run(10.0, i as f64);
     }
     // pid 1 is now a new process (started at 940 s); 7 is gone; 9 left the
     // candidates but did not exit.
     let mut s = snap(1000.0, &m, &free, vec![p.clone()]);
     s.exited = vec![7, 1];
     let d = decide(&m, &s, &cfg, &h);
-    let runs = &d.history.comms["evgen"].runs;
+    let runs = &d.history.observed.comms["evgen"].runs;
     assert_eq!(runs, &[92.5, 192.5]);
-    assert_eq!(d.history.comms["evgen"].last_run_s, Some(1000.0));
-    assert!(!d.history.comms.contains_key("other"));
-    assert!(!d.history.procs.contains_key(&7));
-    assert_eq!(d.history.procs.get(&1).map(|r| r.start_s), Some(940.0), "the new process's record");
+    assert_eq!(d.history.observed.comms["evgen"].last_run_s, Some(1000.0));
+    assert!(!d.history.observed.comms.contains_key("other") && !d.history.committed.comms.contains_key("other"));
+    assert!(!d.history.knows(7));
+    assert_eq!(d.history.observed.procs.get(&1).map(|r| r.start_s), Some(940.0), "the new process's record");
     // The oldest name's runs made room (and the name, with nothing else
     // to remember, is forgotten).
-    assert!(!d.history.comms.contains_key("c000"));
-    assert_eq!(d.history.comms.values().filter(|c| !c.runs.is_empty()).count(), COMMS_WITH_RUNS_KEPT);
+    assert!(!d.history.observed.comms.contains_key("c000") && !d.history.committed.comms.contains_key("c000"));
+    assert_eq!(d.history.observed.comms.values().filter(|c| !c.runs.is_empty()).count(), COMMS_WITH_RUNS_KEPT);
     // No previous scan (a restarted daemon's first): nothing is learnt.
     let mut h0 = h.clone();
-    h0.last_time_s = None;
-    assert!(!decide(&m, &s, &cfg, &h0).history.comms.contains_key("evgen"));
+    h0.observed.last_time_s = None;
+    assert!(!decide(&m, &s, &cfg, &h0).history.observed.comms.contains_key("evgen"));
     // The history keeps them across a restart (JSON).
     let back = History::from_json(&d.history.to_json()).expect("json");
-    assert_eq!(back.comms["evgen"].runs, [92.5, 192.5]);
+    assert_eq!(back.observed.comms["evgen"].runs, [92.5, 192.5]);
 }
 
 /// At most [`RUNS_KEPT`](crate::daemon::history::RUNS_KEPT) runs per name,
 /// the oldest dropped first.
 #[test]
 fn a_name_keeps_its_latest_runs() {
-    use crate::daemon::history::{CommRecord, RUNS_KEPT};
-    let mut c = CommRecord::default();
+    use crate::daemon::history::{CommRuns, RUNS_KEPT};
+    let mut c = CommRuns::default();
     for i in 0..RUNS_KEPT + 3 {
         c.record_run(i as f64, i as f64);
     }

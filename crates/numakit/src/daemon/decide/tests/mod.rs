@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::daemon::{MachineNode, MemPolicy, NodeState, Placement, Progress};
+use crate::daemon::{MachineNode, MemPolicy, NodeState, Placement, ProcCommitted, ProcObserved, Progress};
 use crate::sets::NodeSet;
 
 mod inputs;
@@ -130,13 +130,15 @@ pub(super) fn placement(cpu: &str, mem: &str) -> Placement {
 }
 
 /// Records in `h` that numakit placed `p` (as seen at `now`) with `pl`,
-/// its one move, made at `pl.at_s`.
+/// its one move, made at `pl.at_s`: the process seen, and the move.
 pub(super) fn record(h: &mut History, p: &ProcInfo, now: f64, pl: Placement) {
-    let mut rec = ProcRecord::new(&p.comm, now - p.age_s);
+    let start_s = now - p.age_s;
+    h.observed.procs.insert(p.pid, ProcObserved::new(&p.comm, start_s));
+    let mut rec = ProcCommitted::new(&p.comm, start_s);
     rec.last_move_s = Some(pl.at_s);
     rec.moves = 1;
     rec.placement = Some(pl);
-    h.procs.insert(p.pid, rec);
+    h.committed.procs.insert(p.pid, rec);
 }
 
 /// Records in `h` that numakit placed `p` on `cpu` (memory `mem`) at
@@ -146,7 +148,7 @@ pub(super) fn placed(h: &mut History, p: &ProcInfo, now: f64, cpu: &str, mem: &s
     let prev_policy = if prev == "0-63" { MemPolicy::Default } else { MemPolicy::Preferred(ns(prev)) };
     let pl = Placement { prev_affinity: ns(prev), prev_policy, baseline_is_instr: instr, ..placement(cpu, mem) };
     record(h, p, now, pl);
-    h.last_time_s = Some(now - 15.0);
+    h.observed.last_time_s = Some(now - 15.0);
 }
 
 /// An hour-old process `p` that numakit placed on `nodes` (CPUs and
@@ -157,7 +159,7 @@ pub(super) fn judged_placement(p: &mut ProcInfo, nodes: &str) -> History {
     p.mem_policy = MemPolicy::Preferred(ns(nodes));
     let mut h = History::new();
     placed(&mut h, p, 1200.0, nodes, nodes, "0-63", true);
-    h.procs.get_mut(&p.pid).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
+    h.committed.procs.get_mut(&p.pid).and_then(|r| r.placement.as_mut()).expect("placement").judged = true;
     h
 }
 

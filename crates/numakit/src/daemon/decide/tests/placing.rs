@@ -15,9 +15,9 @@ fn remote_memory_follows_the_cpus() {
     assert!(c[0].expected_gain > 0.18 && c[0].expected_gain < 0.22, "{}", c[0].expected_gain);
     let text = c[0].reason.to_string();
     assert!(text.contains("1.62 -> 1.00") && text.contains("measured"), "{text}");
-    let rec = &d.history.procs[&7];
+    let rec = &d.history.committed.procs[&7];
     assert_eq!(rec.moves, 1);
-    assert_eq!(d.history.pages_migrated, 2 * GIB / PAGE);
+    assert_eq!(d.history.committed.pages_migrated, 2 * GIB / PAGE);
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn larger_than_a_node_takes_the_nearest_group() {
         .sum();
     // 4 GiB to move, 3.75 GiB of budget per 15 s: the rest is owed.
     assert_eq!(moved, 983040);
-    let owed: u64 = d.history.procs[&4].placement.as_ref().unwrap().pending.iter().map(|x| x.2).sum();
+    let owed: u64 = d.history.committed.procs[&4].placement.as_ref().unwrap().pending.iter().map(|x| x.2).sum();
     assert_eq!(moved + owed, 4 * GIB / PAGE);
 }
 
@@ -384,7 +384,7 @@ fn page_budget_is_global_and_big_moves_continue() {
     let first: Vec<_> = d.changes().map(|a| a.kind.clone()).collect();
     assert_eq!(first[1], ActionKind::Migrate { from: 0, to: 1, pages: 983040 });
     let owed = 6 * GIB / PAGE - 983040;
-    assert_eq!(d.history.procs[&3].placement.as_ref().unwrap().pending, vec![(0, 1, owed)]);
+    assert_eq!(d.history.committed.procs[&3].placement.as_ref().unwrap().pending, vec![(0, 1, owed)]);
     let mut p2 = p;
     p2.age_s += 15.0;
     p2.affinity = ns("1");

@@ -225,5 +225,5 @@ fn our_own_pins_make_room_for_a_bigger_gain() {
     let reverts = c.iter().filter(|a| matches!(a.reason, Why::MakeRoom { for_pid: 9 })).count();
     assert_eq!(reverts, 3, "{c:#?}");
     assert!(c.iter().any(|a| a.pid == 9 && a.kind == ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") }));
-    assert!(d.history.procs[&1].placement.is_none());
+    assert!(d.history.committed.procs[&1].placement.is_none());
 }
