@@ -76,9 +76,16 @@ fn one_line(clap_text: &str) -> String {
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
-    let result = if invoked_as.as_deref() == Some(std::ffi::OsStr::new("numactl")) {
+    let name = invoked_as.as_deref().and_then(|n| n.to_str());
+    let result = if name == Some("numactl") {
         // A `numactl` symlink: numactl's options and exit codes.
         cmd::numactl::run(&numakit::sys::SysRoot::from_env(), &argv[1..])
+    } else if name == Some("numastat") {
+        // numastat's options, output and exit codes.
+        cmd::numastat::run(&numakit::sys::SysRoot::from_env(), &argv)
+    } else if name == Some("migratepages") {
+        // `migratepages PID FROM TO` with its messages and exit codes.
+        cmd::migratepages::run(&numakit::sys::SysRoot::from_env(), &argv)
     } else {
         match cli::Cli::command().try_get_matches_from(argv).and_then(|m| Ok((cli::Cli::from_arg_matches(&m)?, m))) {
             Ok((args, matches)) => cmd::dispatch(args, &matches),

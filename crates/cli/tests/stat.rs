@@ -385,7 +385,8 @@ fn usage_errors() {
         vec!["stat", "--interval", "0"],
         vec!["stat", "--interval", "-1"],
         vec!["stat", "--count", "2"],
-        vec!["stat", "--compat", "-m"],
+        vec!["stat", "--compat", "--json"],
+        vec!["stat", "-z"],
         vec!["--sysroot", "/nonexistent-root", "stat"],
     ] {
         let o = numakit(&args, &[]);

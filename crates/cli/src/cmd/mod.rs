@@ -12,7 +12,9 @@ pub mod daemon;
 pub mod exporter;
 pub mod manpages;
 mod migrate;
+pub mod migratepages;
 pub mod numactl;
+pub mod numastat;
 mod pin;
 mod run;
 mod show;
@@ -42,6 +44,11 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Show(args) => show::run(&sys, &args),
         Command::Pin(args) => pin::run(&sys, &args),
         Command::Migrate(args) => migrate::run(&sys, &args),
+        // numastat's own behaviour, options and exit codes.
+        Command::Stat(args) if args.compat => {
+            sys.check().map_err(common::read_error)?;
+            numastat::run(&sys, &stat::numastat_argv(&args))
+        }
         Command::Stat(args) => stat::run(&sys, &args),
         Command::Top(args) => top::run(&sys, &args),
         Command::Exporter(args) => exporter::run(&sys, &args),

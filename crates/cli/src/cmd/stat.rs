@@ -1,5 +1,6 @@
 //! `numakit stat`: per-node NUMA counters and AutoNUMA activity (default),
-//! numastat's exact default layout (`--compat`), per-node memory (`-m`),
+//! numastat itself (`--compat`, run by `cmd::numastat` through the
+//! dispatcher), per-node memory (`-m`),
 //! per-process memory per node with locality (`-p`), once or every
 //! `--interval` seconds, as text or JSON.
 
@@ -19,9 +20,25 @@ use crate::Failure;
 /// `numakit stat`.
 #[derive(Debug, Args)]
 pub struct StatArgs {
-    /// Print exactly what `numastat` without arguments prints (NUMASTAT_WIDTH is honoured).
-    #[arg(long, conflicts_with_all = ["meminfo", "pids", "json", "interval"])]
+    /// Print exactly what `numastat` prints: without other options its default counters table,
+    /// with -m, -p, -c, -n, -s, -v, -z what `numastat` prints with them (NUMASTAT_WIDTH is honoured).
+    #[arg(long, conflicts_with_all = ["json", "interval"])]
     pub compat: bool,
+    /// With --compat: numastat's -c (columns as narrow as their contents, whole MB).
+    #[arg(short = 'c', long = "compress", requires = "compat")]
+    pub compress: bool,
+    /// With --compat: numastat's -n (the node counters in MB).
+    #[arg(short = 'n', long = "numastat", requires = "compat")]
+    pub numastat: bool,
+    /// With --compat: numastat's -s (sort rows by Total, or by the NODE-th node's column).
+    #[arg(short = 's', long = "sort", value_name = "NODE", num_args = 0..=1, require_equals = true, requires = "compat")]
+    pub sort: Option<Option<String>>,
+    /// With --compat: numastat's -v (one table per process).
+    #[arg(short = 'v', long = "verbose", requires = "compat")]
+    pub verbose: bool,
+    /// With --compat: numastat's -z (leave out rows and columns of zeros).
+    #[arg(short = 'z', long = "skip-zero", requires = "compat")]
+    pub skip_zero: bool,
     /// Per-node memory in MB like `numastat -m`, huge pages of every size counted at their size.
     #[arg(short = 'm', long = "meminfo")]
     pub meminfo: bool,
@@ -40,19 +57,40 @@ pub struct StatArgs {
     pub count: Option<u64>,
 }
 
+/// numastat's command line for `stat --compat` and its options
+/// (`argv[0]` included): the bare `numastat` when none is given.
+pub fn numastat_argv(args: &StatArgs) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<String> = vec!["numastat".into()];
+    for (on, flag) in [
+        (args.compress, "-c"),
+        (args.meminfo, "-m"),
+        (args.numastat, "-n"),
+        (args.verbose, "-v"),
+        (args.skip_zero, "-z"),
+    ] {
+        if on {
+            v.push(flag.into());
+        }
+    }
+    if let Some(node) = &args.sort {
+        v.push(format!("-s{}", node.as_deref().unwrap_or("")));
+    }
+    for p in &args.pids {
+        v.push("-p".into());
+        v.push(p.clone());
+    }
+    v.into_iter().map(Into::into).collect()
+}
+
 /// The line width of tables: `NUMASTAT_WIDTH` if set (as numastat reads
-/// it), else on a terminal 80 for `--compat` (numastat without xterm's
-/// `resize`) or the terminal's width, else unlimited.
-fn screen_width(compat: bool) -> usize {
+/// it), else the terminal's width on a terminal, else unlimited.
+fn screen_width() -> usize {
     if let Some(v) = std::env::var_os("NUMASTAT_WIDTH") {
         let w = v.to_str().and_then(|s| s.trim().parse::<usize>().ok()).filter(|w| (1..=10_000_000).contains(w));
         return w.unwrap_or(80).max(32);
     }
     if !std::io::stdout().is_terminal() {
         return view::UNLIMITED_WIDTH;
-    }
-    if compat {
-        return 80;
     }
     terminal_columns().unwrap_or(80).max(32)
 }
@@ -92,15 +130,7 @@ pub fn run(sys: &SysRoot, args: &StatArgs) -> anyhow::Result<u8> {
     if args.count == Some(0) {
         return Err(Failure::usage("invalid --count 0: give at least 1").into());
     }
-    if args.compat {
-        let nodes = stats::read_node_counters(sys).map_err(sys_err)?;
-        if nodes.is_empty() {
-            return Err(Failure::system("sysfs not mounted or system not NUMA aware (no node folders)").into());
-        }
-        write_out(&view::numastat_compat(&nodes, screen_width(true)))?;
-        return Ok(0);
-    }
-    let width = screen_width(false);
+    let width = screen_width();
     let memory_view = args.meminfo || !args.pids.is_empty();
     let topo = if args.pids.is_empty() { None } else { Some(Topology::read_nodes_only(sys).map_err(sys_err)?) };
     let Some(interval) = interval else {

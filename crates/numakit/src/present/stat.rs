@@ -409,6 +409,490 @@ pub fn processes_json(r: &ProcessReport) -> Value {
     json!({ "processes": r.processes, "exited": r.exited, "unreadable": r.unreadable })
 }
 
+/// What numastat's options change in its tables (`-c`, `-z`, `-s[NODE]`,
+/// `-v`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NumastatOptions {
+    /// `-c`: columns as narrow as their contents, whole MB.
+    pub compress: bool,
+    /// `-z`: rows and columns of only zeros left out.
+    pub skip_zero: bool,
+    /// `-s[NODE]`: rows sorted by the Total column, descending.
+    pub sort: bool,
+    /// `-sNODE`: sort by the column of the NODE-th node instead (an index
+    /// into the sorted node ids, as numastat reads it; `None` or out of
+    /// range: Total).
+    pub sort_node: Option<i64>,
+    /// `-v`: one table per process even for several.
+    pub verbose: bool,
+}
+
+const MB_F: f64 = 1024.0 * 1024.0;
+const FLAG_SEEN: u8 = 1 << 2;
+const FLAG_NON_ZERO: u8 = 1 << 3;
+const FLAG_ALWAYS: u8 = 1 << 4;
+
+/// A cell of numastat's table.
+#[derive(Debug, Clone, PartialEq)]
+enum VCell {
+    Null,
+    Num(f64),
+    Str(String),
+    Rep(char),
+}
+
+/// numastat's table, state and all: its rows keep their seen/non-zero
+/// flags and their sorted order from one display to the next, as
+/// numastat's do when it reuses a table for several processes.
+struct VTab {
+    header_rows: usize,
+    header_cols: usize,
+    cells: Vec<Vec<VCell>>,
+    row_map: Vec<usize>,
+    row_flags: Vec<u8>,
+    col_flags: Vec<u8>,
+    col_width: Vec<usize>,
+    col_places: Vec<usize>,
+    col_left: Vec<bool>,
+}
+
+impl VTab {
+    fn new(header_rows: usize, header_cols: usize, rows: usize, cols: usize) -> Self {
+        let (nr, nc) = (header_rows + rows, header_cols + cols);
+        VTab {
+            header_rows,
+            header_cols,
+            cells: vec![vec![VCell::Null; nc]; nr],
+            row_map: (0..nr).collect(),
+            row_flags: vec![0; nr],
+            col_flags: vec![0; nc],
+            col_width: vec![0; nc],
+            col_places: vec![0; nc],
+            col_left: vec![false; nc],
+        }
+    }
+
+    fn ncols(&self) -> usize {
+        self.cells.first().map_or(0, Vec::len)
+    }
+
+    fn zero_data(&mut self) {
+        let (hr, hc) = (self.header_rows, self.header_cols);
+        for row in self.cells.iter_mut().skip(hr) {
+            for c in row.iter_mut().skip(hc) {
+                *c = VCell::Num(0.0);
+            }
+        }
+    }
+
+    fn add(&mut self, row: usize, col: usize, v: f64) {
+        let c = &mut self.cells[row][col];
+        *c = VCell::Num(match c {
+            VCell::Num(d) => *d + v,
+            _ => v,
+        });
+    }
+
+    /// numastat's `fmt_cell_data`: the text, cut to `max_width` bytes.
+    fn fmt(c: &VCell, max_width: usize, places: usize) -> String {
+        let mut t = match c {
+            VCell::Null => String::new(),
+            VCell::Num(d) => format!("{d:.places$}"),
+            VCell::Str(s) => s.clone(),
+            VCell::Rep(ch) => ch.to_string().repeat(max_width.saturating_sub(1)),
+        };
+        if t.len() > max_width {
+            let mut cut = max_width;
+            while !t.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            t.truncate(cut);
+        }
+        t
+    }
+
+    fn auto_width(&mut self, col: usize, min: usize, max: usize) {
+        let mut w = min;
+        for row in &self.cells {
+            if !matches!(row[col], VCell::Rep(_)) {
+                w = w.max(Self::fmt(&row[col], max, self.col_places[col]).len());
+            }
+        }
+        self.col_width[col] = (w + 1).min(max);
+    }
+
+    /// Selection sort of the data rows `first..=last`, descending by `col`,
+    /// as numastat sorts (not stable).
+    /// `col` may lie beyond the table (numastat's `-sNODE` takes the
+    /// NODE-th node's id as a column index): numastat then reads the cell
+    /// that far on in its row-major cell array, which is copied here;
+    /// beyond the array (memory numakit cannot know) the key is 0.
+    fn sort_desc(&mut self, first: usize, last: usize, col: usize) {
+        let key = |t: &VTab, r: usize| {
+            let nc = t.ncols();
+            let flat = t.row_map[r] * nc + col;
+            match t.cells.get(flat / nc.max(1)).map(|row| &row[flat % nc.max(1)]) {
+                Some(VCell::Num(d)) => *d,
+                // A rule cell: its character as the low byte of a double.
+                Some(VCell::Rep(c)) => f64::from_bits(u64::from(*c as u8)),
+                _ => 0.0,
+            }
+        };
+        for ix in first..=last {
+            let mut big = ix;
+            for iy in ix + 1..=last {
+                if key(self, big) < key(self, iy) {
+                    big = iy;
+                }
+            }
+            self.row_map.swap(ix, big);
+        }
+    }
+
+    fn cell_text(&self, row: usize, col: usize) -> String {
+        let w = self.col_width[col];
+        let t = Self::fmt(&self.cells[row][col], w, self.col_places[col]);
+        if self.col_left[col] {
+            format!("{t:<w$}")
+        } else {
+            format!("{t:>w$}")
+        }
+    }
+
+    /// numastat's `display_table` (rows and columns never assigned are
+    /// hidden; zeros too unless `show_zero`).
+    fn display(&mut self, screen_width: usize, show_zero: bool) -> String {
+        let (hr, hc) = (self.header_rows, self.header_cols);
+        let ncols = self.ncols();
+        let (mut seen, mut non_zero) = (false, false);
+        for row in hr..self.cells.len() {
+            for col in hc..ncols {
+                let nz = match &self.cells[row][col] {
+                    VCell::Null | VCell::Rep(_) => continue,
+                    VCell::Num(d) => d.to_bits() != 0,
+                    VCell::Str(_) => true,
+                };
+                seen = true;
+                self.row_flags[row] |= FLAG_SEEN;
+                self.col_flags[col] |= FLAG_SEEN;
+                if nz {
+                    non_zero = true;
+                    self.row_flags[row] |= FLAG_NON_ZERO;
+                    self.col_flags[col] |= FLAG_NON_ZERO;
+                }
+            }
+        }
+        if !seen {
+            return "Table has no data.\n".into();
+        }
+        if !non_zero && !show_zero {
+            return "Table has no non-zero data.\n".into();
+        }
+        let shown = |f: u8| f & FLAG_ALWAYS != 0 || (f & FLAG_SEEN != 0 && (show_zero || f & FLAG_NON_ZERO != 0));
+        let mut out = String::new();
+        let mut col: isize = -1;
+        let mut data_col = hc;
+        while data_col < ncols {
+            if !shown(self.col_flags[data_col]) {
+                data_col += 1;
+                continue;
+            }
+            if col > 0 {
+                out.push('\n');
+            }
+            for row_ix in 0..self.cells.len() {
+                let row = self.row_map[row_ix];
+                let f = self.row_flags[row];
+                if row >= hr && f & FLAG_ALWAYS == 0 && (f & FLAG_SEEN == 0 || (!show_zero && f & FLAG_NON_ZERO == 0)) {
+                    continue;
+                }
+                let mut line_width = 0;
+                for c in 0..hc {
+                    out.push_str(&self.cell_text(row, c));
+                    line_width += self.col_width[c];
+                }
+                let mut c = data_col;
+                loop {
+                    if shown(self.col_flags[c]) {
+                        out.push_str(&self.cell_text(row, c));
+                        line_width += self.col_width[c];
+                    }
+                    c += 1;
+                    if c >= ncols || line_width + self.col_width[c] > screen_width {
+                        break;
+                    }
+                }
+                col = c as isize;
+                out.push('\n');
+            }
+            data_col = col as usize;
+        }
+        out
+    }
+
+    /// The column `-s` sorts by: the Total column, or that of the
+    /// `sort_node`-th node's id (numastat's indexing).
+    fn sort_col(&self, opts: &NumastatOptions, node_ids: &[u32]) -> usize {
+        let total = self.header_cols + node_ids.len();
+        match opts.sort_node.and_then(|i| usize::try_from(i).ok()).and_then(|i| node_ids.get(i)) {
+            Some(&id) => self.header_cols + id as usize,
+            None => total,
+        }
+    }
+}
+
+/// numastat's rows of `-m`: (token in `nodeN/meminfo`, label).
+const NUMASTAT_MEMINFO_ROWS: [&str; 36] = [
+    "MemTotal",
+    "MemFree",
+    "MemUsed",
+    "HighTotal",
+    "HighFree",
+    "LowTotal",
+    "LowFree",
+    "Active",
+    "Inactive",
+    "Active(anon)",
+    "Inactive(anon)",
+    "Active(file)",
+    "Inactive(file)",
+    "Unevictable",
+    "Mlocked",
+    "Dirty",
+    "Writeback",
+    "FilePages",
+    "Mapped",
+    "AnonPages",
+    "Shmem",
+    "KernelStack",
+    "PageTables",
+    "NFS_Unstable",
+    "Bounce",
+    "WritebackTmp",
+    "Slab",
+    "SReclaimable",
+    "SUnreclaim",
+    "AnonHugePages",
+    "ShmemHugePages",
+    "ShmemPmdMapped",
+    "HugePages_Total",
+    "HugePages_Free",
+    "HugePages_Surp",
+    "KReclaimable",
+];
+
+/// numastat's labels of `-n`, in the order of [`NUMASTAT_COUNTERS`].
+const NUMASTAT_COUNTER_LABELS: [&str; 6] =
+    ["Numa_Hit", "Numa_Miss", "Numa_Foreign", "Interleave_Hit", "Local_Node", "Other_Node"];
+
+/// numastat's table of a system file (`-m`, `-n`): `lines[i]` are node
+/// `node_ids[i]`'s `(token, MB)` in file order.
+fn numastat_system_table(
+    node_ids: &[u32],
+    lines: &[Vec<(String, f64)>],
+    tokens: &[&str],
+    labels: &[&str],
+    opts: &NumastatOptions,
+    width: usize,
+) -> String {
+    let n = node_ids.len();
+    let mut t = VTab::new(2, 1, tokens.len(), n + 1);
+    let total = 1 + n;
+    for (r, label) in labels.iter().enumerate() {
+        t.cells[2 + r][0] = VCell::Str(label.to_string());
+    }
+    t.col_width[0] = 16;
+    t.col_left[0] = true;
+    let places = if opts.compress { 0 } else { 2 };
+    for c in 1..=total {
+        t.cells[0][c] = VCell::Str(node_ids.get(c - 1).map_or_else(|| "Total".to_string(), |id| format!("Node {id}")));
+        t.cells[1][c] = VCell::Rep('-');
+        t.col_places[c] = places;
+        t.col_width[c] = 16;
+    }
+    let mut out = String::new();
+    for (i, node_lines) in lines.iter().enumerate().take(n) {
+        for (k, mb) in node_lines {
+            match tokens.iter().position(|x| x == k) {
+                None => {
+                    let _ = writeln!(out, "Token {k} not in hash table.");
+                }
+                Some(r) => {
+                    t.cells[2 + r][1 + i] = VCell::Num(*mb);
+                    t.add(2 + r, total, *mb);
+                }
+            }
+        }
+    }
+    if opts.compress {
+        for c in 0..=total {
+            t.auto_width(c, 4, 16);
+        }
+    }
+    if opts.sort {
+        let sc = t.sort_col(opts, node_ids);
+        t.sort_desc(2, 2 + tokens.len() - 1, sc);
+    }
+    out.push_str(&t.display(width, !opts.skip_zero));
+    out
+}
+
+/// `numastat -n` (and numastat with options but no process): the six
+/// counters in MB (pages of `page_bytes`), under
+/// `Per-node numastat info (in MBs):`.
+pub fn numastat_counters_mb(nodes: &[NodeCounters], page_bytes: u64, opts: &NumastatOptions, width: usize) -> String {
+    let ids: Vec<u32> = nodes.iter().map(|n| n.id).collect();
+    let lines: Vec<Vec<(String, f64)>> = nodes
+        .iter()
+        .map(|n| n.lines.iter().map(|(k, v)| (k.clone(), *v as f64 * page_bytes as f64 / MB_F)).collect())
+        .collect();
+    let mut out = String::from("\nPer-node numastat info (in MBs):\n");
+    out.push_str(&numastat_system_table(&ids, &lines, &NUMASTAT_COUNTERS, &NUMASTAT_COUNTER_LABELS, opts, width));
+    out
+}
+
+/// `numastat -m`: `nodeN/meminfo` in MB as numastat 2.0.16 shows it (its
+/// rows in its order, `Token NAME not in hash table.` for the lines it
+/// does not know, `HugePages_*` counted at the default huge page size
+/// `huge_page_bytes`).
+pub fn numastat_meminfo_mb(
+    nodes: &[NodeMeminfo],
+    huge_page_bytes: u64,
+    opts: &NumastatOptions,
+    width: usize,
+) -> String {
+    let ids: Vec<u32> = nodes.iter().map(|n| n.id).collect();
+    let lines: Vec<Vec<(String, f64)>> = nodes
+        .iter()
+        .map(|n| {
+            n.lines
+                .iter()
+                .map(|(k, v)| {
+                    let bytes = if is_page_count(k) { *v as f64 * huge_page_bytes as f64 } else { *v as f64 };
+                    (k.clone(), bytes / MB_F)
+                })
+                .collect()
+        })
+        .collect();
+    let mut out = String::from("\nPer-node system memory usage (in MBs):\n");
+    out.push_str(&numastat_system_table(&ids, &lines, &NUMASTAT_MEMINFO_ROWS, &NUMASTAT_MEMINFO_ROWS, opts, width));
+    out
+}
+
+/// numastat's process tables (`numastat -p`), fed one process at a time
+/// in PID order: one table per process (one process, or `-v`), else one
+/// row per process and a table after the last.
+pub struct NumastatProcesses {
+    tab: VTab,
+    node_ids: Vec<u32>,
+    per_process: bool,
+    count: usize,
+    data_rows: usize,
+    opts: NumastatOptions,
+    width: usize,
+}
+
+impl NumastatProcesses {
+    /// The tables for `count` processes; also the text printed before
+    /// the first process (the title of the one-row-per-process table).
+    pub fn new(node_ids: &[u32], count: usize, opts: NumastatOptions, width: usize) -> (Self, String) {
+        let per_process = opts.verbose || count == 1;
+        let data_rows = if per_process { 4 } else { count };
+        let n = node_ids.len();
+        let mut tab = VTab::new(2, 1, data_rows + 2, n + 1);
+        let total_row = 2 + data_rows + 1;
+        tab.cells[total_row][0] = VCell::Str("Total".into());
+        let mut head = String::new();
+        if per_process {
+            for (r, label) in crate::stats::process::NUMASTAT_CATEGORIES.iter().enumerate() {
+                tab.cells[2 + r][0] = VCell::Str(label.to_string());
+            }
+        } else {
+            tab.cells[0][0] = VCell::Str("PID".into());
+            tab.cells[1][0] = VCell::Rep('-');
+            head.push_str("\nPer-node process memory usage (in MBs)\n");
+        }
+        tab.col_width[0] = 16;
+        tab.col_left[0] = true;
+        for c in 1..=n + 1 {
+            tab.cells[0][c] =
+                VCell::Str(node_ids.get(c - 1).map_or_else(|| "Total".to_string(), |id| format!("Node {id}")));
+            tab.cells[1][c] = VCell::Rep('-');
+            tab.col_width[c] = 16;
+            tab.col_places[c] = if opts.compress { 0 } else { 2 };
+        }
+        tab.zero_data();
+        let me = NumastatProcesses { tab, node_ids: node_ids.to_vec(), per_process, count, data_rows, opts, width };
+        (me, head)
+    }
+
+    /// The text for the `index`-th process (`pid`, its status `Name`, its
+    /// memory per node or `None` when its `numa_maps` could not be read:
+    /// the caller then says why on stderr).
+    pub fn add(
+        &mut self,
+        index: usize,
+        pid: i32,
+        name: Option<&str>,
+        usage: Option<&crate::stats::process::NumastatUsage>,
+    ) -> String {
+        let name = name.unwrap_or("(null)");
+        let mut out = String::new();
+        if self.per_process {
+            let _ = writeln!(out, "\nPer-node process memory usage (in MBs) for PID {pid} ({name})");
+            if index > 0 {
+                self.tab.zero_data();
+            }
+        } else {
+            let mut label = format!("{pid} ({name})");
+            if label.len() > 63 {
+                let mut cut = 63;
+                while !label.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                label.truncate(cut);
+            }
+            self.tab.cells[2 + index][0] = VCell::Str(label);
+        }
+        let Some(usage) = usage else { return out };
+        let n = self.node_ids.len();
+        let (total_col, total_row) = (1 + n, 2 + self.data_rows + 1);
+        for (id, cats) in usage {
+            let Some(i) = self.node_ids.iter().position(|x| x == id) else { continue };
+            for (cat, bytes) in cats.iter().enumerate() {
+                if *bytes == 0 {
+                    continue;
+                }
+                let v = *bytes as f64 / MB_F;
+                let row = if self.per_process { 2 + cat } else { 2 + index };
+                self.tab.add(row, 1 + i, v);
+                self.tab.add(row, total_col, v);
+                self.tab.add(total_row, 1 + i, v);
+                self.tab.add(total_row, total_col, v);
+            }
+        }
+        if self.per_process || index + 1 == self.count {
+            if self.opts.compress {
+                for c in 0..=total_col {
+                    self.tab.auto_width(c, 4, 16);
+                }
+            } else {
+                self.tab.auto_width(0, 16, 24);
+            }
+            self.tab.row_flags[total_row - 1] |= FLAG_ALWAYS;
+            for c in 0..=total_col {
+                self.tab.cells[total_row - 1][c] = VCell::Rep('-');
+            }
+            if self.opts.sort {
+                let sc = self.tab.sort_col(&self.opts, &self.node_ids);
+                self.tab.sort_desc(2, 2 + self.data_rows - 1, sc);
+            }
+            out.push_str(&self.tab.display(self.width, !self.opts.skip_zero));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

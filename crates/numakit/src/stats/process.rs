@@ -331,8 +331,120 @@ pub fn top_by_rss(sys: &SysRoot, n: usize) -> Result<Vec<ProcStat>, SysError> {
     Ok(all)
 }
 
+/// numastat's memory categories of a process (`numastat -p`), in its row
+/// order: Huge, Heap, Stack, Private.
+pub const NUMASTAT_CATEGORIES: [&str; 4] = ["Huge", "Heap", "Stack", "Private"];
+
+/// A process's memory per node as numastat 2.0.16 counts it, in bytes:
+/// `(node, [huge, heap, stack, private])` sorted by node.
+pub type NumastatUsage = Vec<(u32, [u64; 4])>;
+
+/// Sums `numa_maps` text the way numastat does (`numastat -p`): the text
+/// is read in pieces of at most 2047 bytes (its `fgets` buffer), a piece's
+/// category is set by the first token starting with `huge`, `heap` or
+/// `stack` (else Private), and every token `N<node>=<pages>` adds pages of
+/// `page_bytes`, or of `huge_page_bytes` (the default huge page size,
+/// whatever the mapping's own page size) in the Huge category. Nodes not
+/// in `node_ids` are left out. `Err` on a token `N...` without `=` after
+/// the node number (numastat stops with "node value parse error").
+pub fn numastat_usage(
+    text: &str,
+    node_ids: &[u32],
+    page_bytes: u64,
+    huge_page_bytes: u64,
+) -> Result<NumastatUsage, String> {
+    let mut out: NumastatUsage = node_ids.iter().map(|&id| (id, [0u64; 4])).collect();
+    out.sort_by_key(|(id, _)| *id);
+    out.dedup_by_key(|(id, _)| *id);
+    for line in text.split_inclusive('\n') {
+        for piece in line.as_bytes().chunks(2047) {
+            let piece = String::from_utf8_lossy(piece);
+            let mut category = 3;
+            for tok in piece.split([' ', '\t', '\r', '\n']).filter(|t| !t.is_empty()) {
+                if category == 3 {
+                    if let Some(c) = ["huge", "heap", "stack"].iter().position(|k| tok.starts_with(k)) {
+                        category = c;
+                    }
+                }
+                let Some(rest) = tok.strip_prefix('N') else { continue };
+                let (node, after) = c_strtol(rest);
+                let Some(value) = after.strip_prefix('=') else {
+                    return Err(format!("node value parse error in {}", crate::text::quote(tok)));
+                };
+                let pages = c_strtol(value).0.max(0) as u64;
+                let size = if category == 0 { huge_page_bytes } else { page_bytes };
+                if let Some((_, cats)) = out.iter_mut().find(|(id, _)| i64::from(*id) == node) {
+                    cats[category] = cats[category].saturating_add(pages.saturating_mul(size));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// C's `strtol(s, &end, 10)`: optional blanks and sign, then digits
+/// (saturating); the value (0 without digits) and the rest after them.
+fn c_strtol(s: &str) -> (i64, &str) {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return (0, s);
+    }
+    let mut v: i64 = 0;
+    for b in body[..digits].bytes() {
+        v = v.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    (if neg { -v } else { v }, &body[digits..])
+}
+
+/// The `Name:` of `/proc/PID/status` as numastat shows it (blanks after
+/// the colon skipped); `None` if the process is gone or unreadable.
+pub fn status_name(sys: &SysRoot, pid: i32) -> Option<String> {
+    let text = std::fs::read(sys.path(format!("proc/{pid}/status"))).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    text.lines().find_map(|l| l.strip_prefix("Name:")).map(|v| v.trim_start().to_string())
+}
+
+/// The PIDs numastat finds for a pattern (`numastat NAME`, `-p NAME`):
+/// those whose `Name:` and command line (NULs as spaces), joined by a
+/// space and cut at 2047 bytes, contain `pattern`; `own` (the caller) is
+/// left out. In `/proc` order.
+pub fn numastat_find(sys: &SysRoot, pattern: &str, own: i32) -> Result<Vec<i32>, SysError> {
+    let mut found = Vec::new();
+    for pid in procs::list_pids(sys)? {
+        let mut buf: Vec<u8> = status_name(sys, pid).unwrap_or_default().into_bytes();
+        if let Ok(cmdline) = std::fs::read(sys.path(format!("proc/{pid}/cmdline"))) {
+            buf.push(b' ');
+            buf.extend(cmdline.iter().map(|&b| if b == 0 { b' ' } else { b }));
+            buf.truncate(2047);
+        }
+        let hay = String::from_utf8_lossy(&buf);
+        if hay.contains(pattern) && pid != own {
+            found.push(pid);
+        }
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn numastat_usage_counts_as_numastat() {
+        let text = "1000 default heap anon=3 dirty=3 N0=2 N1=1 kernelpagesize_kB=4\n\
+                    2000 default stack anon=1 N1=1 kernelpagesize_kB=4\n\
+                    3000 default file=/hugetlb/x huge dirty=1 N0=1 kernelpagesize_kB=1048576\n\
+                    4000 default file=/lib/x.so mapped=5 N0=5 N7=9 kernelpagesize_kB=4\n";
+        let u = numastat_usage(text, &[1, 0], 4096, 2 << 20).expect("parse");
+        // Huge pages at the default huge page size, whatever their own size.
+        assert_eq!(u, vec![(0, [2 << 20, 2 * 4096, 0, 5 * 4096]), (1, [0, 4096, 4096, 0])]);
+        assert!(numastat_usage("1000 default N0x=1\n", &[0], 4096, 0).is_err());
+    }
     use super::*;
 
     const MAPS: &str = "7f2c1a000000 bind:1 anon=2560 dirty=2560 N1=2560 kernelpagesize_kB=4
