@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,21 +31,7 @@ impl Drop for Proc {
 
 /// Starts the exporter on a free port; returns it and its address.
 fn exporter(extra: &[&str]) -> (Proc, String) {
-    let mut c = Command::new(BIN)
-        .args(["exporter", "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start exporter");
-    let mut line = String::new();
-    BufReader::new(c.stderr.take().expect("stderr")).read_line(&mut line).expect("first line");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let (c, addr) = common::spawn_exporter(extra);
     (Proc(c), addr)
 }
 

@@ -10,9 +10,11 @@
 //! body, 64 connections, 10 s to send a request head, 10 s to take an
 //! answer).
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_numakit");
@@ -38,21 +40,7 @@ impl Drop for Exporter {
 impl Exporter {
     /// Starts the exporter on a free loopback port.
     fn start(extra: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["exporter", "--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start exporter");
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("first line");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|r| r.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
+        let (child, addr) = common::spawn_exporter(extra);
         Self { child, addr }
     }
 

@@ -22,9 +22,9 @@ mod common;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
-use common::skip_or_fail;
+use common::{skip_or_fail, Sleeper};
 
 const BIN: &str = env!("CARGO_BIN_EXE_numakit");
 
@@ -59,38 +59,6 @@ fn run_as(program: &Path, name: &str, args: &[&str], width: Option<&str>) -> Out
 /// Digits masked, lengths kept: what moves between two runs.
 fn mask(b: &[u8]) -> String {
     String::from_utf8_lossy(b).chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect()
-}
-
-/// A quiet child (`sleep`), settled; killed on drop.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn start(arg: &str) -> Self {
-        let c = Command::new("sleep").arg(arg).stdout(Stdio::null()).spawn().expect("sleep");
-        let pid = c.id();
-        let read = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
-        let asleep = || read("stat").rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('S'));
-        let mut last = String::new();
-        for _ in 0..400 {
-            let maps = read("numa_maps");
-            if read("comm").trim() == "sleep" && asleep() && maps == last {
-                break;
-            }
-            last = maps;
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        Sleeper(c)
-    }
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Ours equals one of two real runs around it (masked stdout; stderr and
@@ -318,7 +286,7 @@ fn migratepages_arguments_messages_and_exit_codes() {
     let ours = dir.join("migratepages");
     let child = Sleeper::start("304.25");
     let pid = child.pid();
-    let hex = format!("{:#x}", child.0.id());
+    let hex = format!("{:#x}", child.pid().parse::<u32>().expect("pid"));
     let table: Vec<Vec<&str>> = vec![
         vec![],
         vec![&pid],

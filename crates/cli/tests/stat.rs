@@ -16,9 +16,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use common::skip_or_fail;
+use common::{skip_or_fail, Sleeper};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_numakit");
@@ -199,41 +199,6 @@ fn compat_live_lies_between_two_numastat_runs() {
     assert!(l == lines(&stdout(&before)) || l == lines(&stdout(&after)), "column layout differs");
 }
 
-/// A child that sleeps; killed on drop.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn start() -> Self {
-        let c = Command::new("sleep").arg("300").stdout(Stdio::null()).spawn().expect("sleep");
-        let pid = c.id();
-        // Settled: `sleep` exec'd, its loader done (it is asleep) and its
-        // memory no longer changing; before that, numastat and numakit run
-        // one after the other can see different mappings.
-        let read = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
-        let asleep = || read("stat").rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('S'));
-        let mut last = String::new();
-        for _ in 0..400 {
-            let maps = read("numa_maps");
-            if read("comm").trim() == "sleep" && asleep() && maps == last {
-                break;
-            }
-            last = maps;
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        Sleeper(c)
-    }
-    fn pid(&self) -> String {
-        self.0.id().to_string()
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn dead_pid() -> String {
     let mut c = Command::new("true").spawn().expect("true");
     let pid = c.id();
@@ -246,7 +211,7 @@ fn pid_table_equals_numastat_then_locality() {
     if !have_numastat() {
         return;
     }
-    let (a, b) = (Sleeper::start(), Sleeper::start());
+    let (a, b) = (Sleeper::start("300"), Sleeper::start("300"));
     for pids in [vec![a.pid()], vec![a.pid(), b.pid()]] {
         let args: Vec<&str> = pids.iter().map(String::as_str).collect();
         let theirs = Command::new("numastat").arg("-p").args(&args).output().expect("numastat -p");
@@ -265,7 +230,7 @@ fn pid_table_equals_numastat_then_locality() {
 
 #[test]
 fn pid_that_exited_does_not_break_the_output() {
-    let a = Sleeper::start();
+    let a = Sleeper::start("300");
     let dead = dead_pid();
     let ours = numakit(&["stat", "-p", &a.pid(), &dead], &[]);
     assert_eq!(ours.status.code(), Some(0), "{ours:?}");
@@ -291,7 +256,7 @@ fn pid_that_exited_does_not_break_the_output() {
 
 #[test]
 fn pid_json_shape_and_name_patterns() {
-    let a = Sleeper::start();
+    let a = Sleeper::start("300");
     let o = numakit(&["stat", "-p", &a.pid(), "--json"], &[]);
     assert!(o.status.success(), "{o:?}");
     let v: Value = serde_json::from_slice(&o.stdout).expect("json");

@@ -52,6 +52,23 @@ pub fn as_typed(e: &numakit::place::PlaceError, kind: numakit::place::OptKind, t
     })
 }
 
+/// What getopt_long says of a long option (`arg` starts with `--`) when a
+/// C tool's only long option is `--help` (numastat, migratepages): `None`
+/// for `--help` or a prefix of it, else the message getopt prints before
+/// the tool shows its usage.
+pub fn getopt_help_only(prog: &str, arg: &str) -> Option<String> {
+    let long = arg.strip_prefix("--").unwrap_or(arg);
+    let (name, value) = match long.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (long, None),
+    };
+    if !name.is_empty() && "help".starts_with(name) {
+        value.map(|_| format!("{prog}: option '--help' doesn't allow an argument"))
+    } else {
+        Some(format!("{prog}: unrecognized option '{arg}'"))
+    }
+}
+
 /// The running kernel's version.
 pub fn kernel_version(sys: &SysRoot) -> Option<(u32, u32)> {
     sys.read("proc/sys/kernel/osrelease").ok().flatten().and_then(|t| numakit::place::parse_kernel_version(&t))
@@ -178,6 +195,21 @@ mod tests {
         assert_eq!(parse_size("512M").ok(), Some(512 << 20));
         let e = parse_size("-1G").unwrap_err();
         assert_eq!((e.code, e.message.as_str()), (2, "invalid size \"-1G\": use bytes or a number with K, M, G or T"));
+    }
+
+    #[test]
+    fn getopt_long_with_help_only() {
+        assert_eq!(getopt_help_only("numastat", "--help"), None);
+        assert_eq!(getopt_help_only("numastat", "--he"), None);
+        assert_eq!(
+            getopt_help_only("numastat", "--help=1").as_deref(),
+            Some("numastat: option '--help' doesn't allow an argument")
+        );
+        assert_eq!(
+            getopt_help_only("migratepages", "--bogus").as_deref(),
+            Some("migratepages: unrecognized option '--bogus'")
+        );
+        assert_eq!(getopt_help_only("x", "--").as_deref(), Some("x: unrecognized option '--'"));
     }
 
     #[test]

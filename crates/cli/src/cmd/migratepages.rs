@@ -18,6 +18,8 @@ use numakit::sets::NodeSet;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
+use super::common::getopt_help_only;
+
 const USAGE: &str = "usage: migratepages pid from-nodes to-nodes
 
 nodes is a comma delimited list of node numbers or A-B ranges or all.
@@ -189,17 +191,9 @@ pub fn run(sys: &SysRoot, argv: &[OsString]) -> anyhow::Result<u8> {
             continue;
         }
         // Every option ends in the usage: only the message before it differs.
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (long, None),
-            };
-            if !name.is_empty() && "help".starts_with(name) {
-                if value.is_some() {
-                    let _ = writeln!(std::io::stderr(), "{prog}: option '--help' doesn't allow an argument");
-                }
-            } else {
-                let _ = writeln!(std::io::stderr(), "{prog}: unrecognized option '{a}'");
+        if a.starts_with("--") {
+            if let Some(msg) = getopt_help_only(&prog, a) {
+                let _ = writeln!(std::io::stderr(), "{msg}");
             }
             return Ok(usage());
         }

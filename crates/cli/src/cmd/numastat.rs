@@ -15,6 +15,8 @@ use numakit::present::stat::{self as view, NumastatOptions, NumastatProcesses};
 use numakit::stats::{self, process};
 use numakit::sys::{SysError, SysRoot};
 
+use super::common::getopt_help_only;
+
 /// numastat's version line after `PROG version: `.
 const VERSION: &str = "20130723: Dec 26 2022";
 
@@ -142,18 +144,10 @@ pub fn run(sys: &SysRoot, argv: &[OsString]) -> anyhow::Result<u8> {
             rest.extend(args[i..].iter().cloned());
             break;
         }
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (long, None),
-            };
-            if !name.is_empty() && "help".starts_with(name) {
-                if value.is_some() {
-                    err_line(&format!("{prog}: option '--help' doesn't allow an argument"));
-                }
-                return Ok(usage(&prog));
+        if a.starts_with("--") {
+            if let Some(msg) = getopt_help_only(&prog, a) {
+                err_line(&msg);
             }
-            err_line(&format!("{prog}: unrecognized option '{a}'"));
             return Ok(usage(&prog));
         }
         if a.len() < 2 || !a.starts_with('-') {

@@ -1,8 +1,9 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
@@ -130,4 +131,64 @@ fn extract_all() -> Vec<Fixture> {
 /// The root of the fixture called `name`, if the fixtures are present.
 pub fn fixture_root(name: &str) -> Option<PathBuf> {
     fixtures().iter().find(|f| f.name == name).map(|f| f.root.clone())
+}
+
+/// A child that sleeps `secs` (a `sleep` argument: distinct values tell
+/// the children apart in process lists); killed on drop.
+pub struct Sleeper(Child);
+
+impl Sleeper {
+    /// Starts it and waits until it has settled: `sleep` exec'd, its loader
+    /// done (it is asleep) and its memory no longer changing; before that,
+    /// two tools run one after the other can see different mappings.
+    pub fn start(secs: &str) -> Self {
+        let c = Command::new("sleep").arg(secs).stdout(Stdio::null()).spawn().expect("sleep");
+        let pid = c.id();
+        let read = |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+        let asleep = || read("stat").rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('S'));
+        let mut last = String::new();
+        for _ in 0..400 {
+            let maps = read("numa_maps");
+            if read("comm").trim() == "sleep" && asleep() && maps == last {
+                break;
+            }
+            last = maps;
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Sleeper(c)
+    }
+
+    /// Its pid, as text.
+    pub fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `numakit exporter` on a free loopback port (plus `extra`
+/// arguments); returns the child and the address it serves on, read from
+/// its first line on stderr.
+pub fn spawn_exporter(extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numakit"))
+        .args(["exporter", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start exporter");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr")).read_line(&mut line).expect("first line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (child, addr)
 }
