@@ -51,8 +51,10 @@ impl Drop for Daemon {
 
 fn start(cfg: &Path, dir: &Path) -> Daemon {
     let child = Command::new(NK).args(["daemon", "--config"]).arg(cfg).stderr(Stdio::null()).spawn().expect("daemon");
+    // Until it accepts connections: the socket file appears at bind(),
+    // a moment before listen() (a connect in between is refused).
     let t = Instant::now();
-    while !dir.join("d.sock").exists() {
+    while std::os::unix::net::UnixStream::connect(dir.join("d.sock")).is_err() {
         assert!(t.elapsed() < Duration::from_secs(20), "daemon socket did not appear");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -228,12 +230,9 @@ fn a_file_at_the_socket_path_is_never_deleted() {
     // A stale socket (no daemon answers on it) is replaced.
     std::fs::remove_file(&precious).expect("rm");
     drop(std::os::unix::net::UnixListener::bind(&precious).expect("stale socket"));
+    // start() waits until the daemon accepts connections: the stale socket
+    // refuses them.
     let child = start(&cfg, d.path());
-    let t = Instant::now();
-    while std::os::unix::net::UnixStream::connect(&precious).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(20), "the daemon did not replace the stale socket");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let o = nk(&["ctl", "--config", cfg.to_str().expect("utf8"), "status"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     stop(child);

@@ -108,11 +108,25 @@ fn bind_socket(path: &Path, group: Option<u32>) -> Result<UnixListener, Failure>
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Failure::system(format!("{}: {e}", dir.display())))?;
     }
-    let l =
-        UnixListener::bind(path).map_err(|e| Failure::system(format!("cannot listen on {}: {e}", path.display())))?;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660));
-    if let Some(g) = group {
-        let _ = std::os::unix::fs::chown(path, None, Some(g));
+    // Bound and given its mode and group under a temporary name, then
+    // renamed into place: the socket appears only once it listens, with
+    // its final permissions (a client never sees it refuse, or open).
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp_name);
+    let _ = std::fs::remove_file(&tmp);
+    let cannot = |e: std::io::Error| Failure::system(format!("cannot listen on {}: {e}", path.display()));
+    let l = UnixListener::bind(&tmp).map_err(cannot)?;
+    let placed = (|| {
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o660))?;
+        if let Some(g) = group {
+            std::os::unix::fs::chown(&tmp, None, Some(g))?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(cannot(e));
     }
     Ok(l)
 }
