@@ -259,7 +259,7 @@ impl<'a> Engine<'a> {
         let order: Vec<Vec<usize>> = (0..n)
             .map(|a| {
                 let mut v: Vec<usize> = (0..n).filter(|&b| cap[b] > 0.0).collect();
-                v.sort_by_key(|&b| (m.model.distances[a][b], b));
+                v.sort_by_key(|&b| (m.distance(a, b), b));
                 v
             })
             .collect();
@@ -404,7 +404,7 @@ impl<'a> Engine<'a> {
                     comm: spec.comm,
                     threads: spec.threads,
                     mem_gib: spec.mem_bytes / (1u64 << 30) as f64,
-                    cpu_nodes: bits(mask).map(|i| self.m.model.nodes[i].id).collect(),
+                    cpu_nodes: bits(mask).map(|i| self.m.id(i)).collect(),
                     owner_pinned: owner,
                 });
             }
@@ -733,7 +733,7 @@ impl<'a> Engine<'a> {
     }
 
     fn mask_of(&self, set: &NodeSet) -> u64 {
-        set.iter().filter_map(|id| self.m.model.index(id)).filter(|&i| i < 64).fold(0u64, |acc, i| acc | (1 << i))
+        set.iter().filter_map(|id| self.m.index(id)).filter(|&i| i < 64).fold(0u64, |acc, i| acc | (1 << i))
     }
 
     fn pol_of(&self, p: &MemPolicy) -> Pol {
@@ -771,7 +771,7 @@ impl<'a> Engine<'a> {
                 self.out.binds += 1;
             }
             ActionKind::Migrate { from, to, pages } => {
-                if let (Some(a), Some(b)) = (self.m.model.index(*from), self.m.model.index(*to)) {
+                if let (Some(a), Some(b)) = (self.m.index(*from), self.m.index(*to)) {
                     self.migrate(ji, a, b, *pages as f64 * PAGE);
                 }
             }
@@ -789,7 +789,7 @@ impl<'a> Engine<'a> {
     }
 
     fn ids(&self, mask: u64) -> NodeSet {
-        bits(mask).filter(|&i| i < self.n).map(|i| self.m.model.nodes[i].id).collect()
+        bits(mask).filter(|&i| i < self.n).map(|i| self.m.id(i)).collect()
     }
 
     /// What a collector would read now; resets the measurement window.
@@ -797,7 +797,7 @@ impl<'a> Engine<'a> {
         self.load();
         let nodes = (0..self.n)
             .map(|a| NodeState {
-                id: self.m.model.nodes[a].id,
+                id: self.m.id(a),
                 free_cpus: (self.cpus[a] - f64::from(self.r[a])).max(0.0),
                 free_bytes: (self.cap[a] - self.used[a]).max(0.0) as u64,
             })
@@ -810,7 +810,7 @@ impl<'a> Engine<'a> {
                 continue;
             }
             let wt = j.w_time;
-            let ids = &self.m.model.nodes;
+            let sm = self.m;
             let pol = match j.pol {
                 Pol::Default => MemPolicy::Default,
                 Pol::Prefer(m) => MemPolicy::Preferred(self.ids(m)),
@@ -826,10 +826,10 @@ impl<'a> Engine<'a> {
                 cpu_use: j.w_cpu / wt,
                 cpu_wait: j.w_wait / wt,
                 rss_bytes: j.alloc as u64,
-                mem_per_node: (0..self.n).filter(|&b| j.mem[b] >= PAGE).map(|b| (ids[b].id, j.mem[b] as u64)).collect(),
+                mem_per_node: (0..self.n).filter(|&b| j.mem[b] >= PAGE).map(|b| (sm.id(b), j.mem[b] as u64)).collect(),
                 cpu_per_node: (0..self.n)
                     .filter(|&a| j.w_node[a] > 0.0)
-                    .map(|a| (ids[a].id, j.w_node[a] / wt))
+                    .map(|a| (sm.id(a), j.w_node[a] / wt))
                     .collect(),
                 affinity: self.ids(j.mask),
                 cpuset: NodeSet::new(),

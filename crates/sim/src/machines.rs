@@ -7,7 +7,7 @@
 //! tiered machine with a slow CPU-less memory node; random machines of 2 to
 //! 32 nodes with uneven node sizes, memory-less CPU nodes and slow tiers.
 
-use numakit::daemon::{Machine, MachineNode};
+use numakit::daemon::{Machine, MachineNode, NodePos};
 use numakit::topo::synth::SynthMachine;
 use serde::Serialize;
 
@@ -34,7 +34,7 @@ pub struct SimMachine {
 impl SimMachine {
     fn build(name: &str, model: Machine, latency: Vec<Vec<f64>>, bw_ratio: Vec<Vec<f64>>, bw_gbs: Vec<f64>) -> Self {
         let mut model = model;
-        model.measured = Some(latency.clone());
+        model.measured = Some(latency.iter().map(|row| row.iter().copied().collect()).collect());
         Self { name: name.into(), model, latency, bw_ratio, bw_gbs }
     }
 
@@ -50,7 +50,23 @@ impl SimMachine {
 
     /// CPUs of node index `i`.
     pub fn cpus(&self, i: usize) -> u32 {
-        self.model.nodes[i].cpus
+        self.model.nodes[NodePos(i)].cpus
+    }
+
+    /// Node id of node index `i` (the simulator's indexes are the model's
+    /// node positions).
+    pub fn id(&self, i: usize) -> u32 {
+        self.model.id(NodePos(i))
+    }
+
+    /// Node index of node id `id`.
+    pub fn index(&self, id: u32) -> Option<usize> {
+        self.model.index(id).map(|p| p.0)
+    }
+
+    /// Firmware distance from node index `a` to `b`.
+    pub fn distance(&self, a: usize, b: usize) -> u32 {
+        self.model.distances[NodePos(a)][NodePos(b)]
     }
 
     /// Total CPUs.
@@ -202,7 +218,7 @@ impl SimMachine {
 
 /// A machine built here (ids in order, square matrix by construction).
 fn machine(nodes: Vec<MachineNode>, distances: Vec<Vec<u32>>) -> Machine {
-    Machine { nodes, distances, measured: None }
+    Machine::new(nodes, distances).expect("ids in order, square matrix")
 }
 
 fn node(id: u32, cpus: u32, mem_gib: u64) -> MachineNode {
@@ -235,5 +251,5 @@ pub fn from_synth(s: &SynthMachine) -> Machine {
         })
         .collect();
     let distances = order.iter().map(|&i| order.iter().map(|&j| s.distances[i][j]).collect()).collect();
-    Machine { nodes, distances, measured: None }
+    Machine::new(nodes, distances).expect("ids sorted, square matrix")
 }

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use numakit::daemon::{ActionKind, Machine, Snapshot};
+use numakit::daemon::{ActionKind, Machine, NodePos, Snapshot};
 use numakit::sets::NodeSet;
 
 use super::action::{Reason, SimAction};
@@ -118,7 +118,7 @@ impl Numad {
         let min_req =
             ((mb_req / node0.mbs_total).ceil()).max(((cpu_req - cpu_flex) / node0.cpus_total).ceil()).max(1.0) as usize;
         let min_req = min_req.min(tmp.len());
-        let dist = |a: &N, b: &N| f64::from(m.distances[a.idx][b.idx]);
+        let dist = |a: &N, b: &N| f64::from(m.distances[NodePos(a.idx)][NodePos(b.idx)]);
         let sorted_from = |i: usize| -> Vec<usize> {
             let mut v: Vec<usize> = (0..tmp.len()).collect();
             v.sort_by(|&x, &y| {

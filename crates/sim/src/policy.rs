@@ -17,7 +17,7 @@
 //! [`place::auto`]: numakit::place::auto
 //! [`daemon::decide`]: numakit::daemon::decide
 
-use numakit::daemon::{decide, Action, Config, History, Machine, Snapshot};
+use numakit::daemon::{decide, Action, Config, History, Machine, NodePos, Snapshot};
 use numakit::place::auto::{self, AutoRequest, NodeLoad};
 use numakit::place::MemMode;
 use numakit::sets::{CpuSet, NodeSet};
@@ -154,7 +154,7 @@ impl StaticBind {
                 has_memory: n.mem_bytes > 0,
                 online: true,
                 generic_initiator: false,
-                distances: m.model.distances[i].clone(),
+                distances: m.model.distances[NodePos(i)].iter().copied().collect(),
                 access: Vec::new(),
                 memory_tier: None,
             });
@@ -168,7 +168,7 @@ impl StaticBind {
             online_file: true,
             offline_cpus: CpuSet::new(),
             nodes,
-            distances: m.model.distances.clone(),
+            distances: m.model.distances.iter().map(|row| row.iter().copied().collect()).collect(),
             has_distances: true,
             cpus: Vec::new(),
             packages: Vec::new(),

@@ -504,9 +504,10 @@ fn a_synthetic_machine_as_software_sees_it() {
     let m = machines::from_synth(&s);
     assert_eq!(m.len(), 8);
     assert_eq!(m.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
-    assert_eq!((m.nodes[3].cpus, m.nodes[3].mem_bytes), (4, 1 << 30));
+    let third = &m.nodes[numakit::daemon::NodePos(3)];
+    assert_eq!((third.cpus, third.mem_bytes), (4, 1 << 30));
     let want = numakit::topo::synth::SynthMachine::amd_4s_8n(4, 1024).distances;
-    assert_eq!(m.distances, want);
+    assert_eq!(m.distances.iter().map(|row| row.iter().copied().collect::<Vec<_>>()).collect::<Vec<_>>(), want);
 }
 
 #[test]

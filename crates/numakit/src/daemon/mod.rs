@@ -77,7 +77,7 @@ pub use decide::{decide, Decision};
 pub use history::{
     CommHarms, CommRuns, Committed, History, Observed, Placement, ProcCommitted, ProcObserved, HISTORY_VERSION,
 };
-pub use machine::{Machine, MachineError, MachineNode};
+pub use machine::{Machine, MachineError, MachineNode, NodeMatrix, NodePos, PerNode};
 pub use snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use super::facts::{big, excluded, is_restricted, speedup};
 use super::options::{evaluate, target_sets, Opt};
 use super::{keep, Scan};
 use crate::daemon::action::Why;
+use crate::daemon::machine::NodePos;
 use crate::daemon::snapshot::{MemPolicy, ProcInfo};
 
 impl Scan<'_> {
@@ -63,9 +64,9 @@ impl Scan<'_> {
             // Only nodes with memory of their own: a memory-less node's home is
             // another node, shared with its neighbours (a firmware-distance
             // gain, and a bandwidth the daemon is not told).
-            let own_memory = |t: &[usize]| t.iter().all(|&a| v.homes[a] == [a]);
+            let own_memory = |t: &[NodePos]| t.iter().all(|&a| v.homes[a] == [a]);
             let pages_away = current.as_ref().is_some_and(|cur| {
-                own_memory(cur) && (0..v.n()).any(|b| !cur.contains(&b) && f.mem[b] >= cfg.page_bytes.max(1) as f64)
+                own_memory(cur) && v.positions().any(|b| !cur.contains(&b) && f.mem[b] >= cfg.page_bytes.max(1) as f64)
             });
             // A judged placement of numakit's that no move could improve enough
             // (even to all-local), and that has no pages left to bring home, is
@@ -103,7 +104,7 @@ impl Scan<'_> {
             // threads moved to the nodes it is home to.
             let mut onto_slow: Vec<Opt> = Vec::new();
             if !h.committed.slow_memory.is_empty() {
-                let slow = |b: usize| h.committed.slow_memory.contains_key(&machine.nodes[b].id);
+                let slow = |b: NodePos| h.committed.slow_memory.contains_key(&machine.id(b));
                 let (keep_o, slow_o): (Vec<Opt>, Vec<Opt>) = options.into_iter().partition(|o| {
                     let inside: f64 = o.cpu.iter().map(|&a| f.c[a]).sum();
                     let total: f64 = f.c.iter().sum();
@@ -142,7 +143,7 @@ impl Scan<'_> {
             // that also carries a few stray pages can net a hair more than the
             // pin in place beside it and then fail the thresholds a move needs.
             let key = |o: &Opt| {
-                let main_in = f.c.iter().enumerate().any(|(a, x)| *x > 0.0 && o.cpu.contains(&a));
+                let main_in = f.c.enumerate().any(|(a, x)| *x > 0.0 && o.cpu.contains(&a));
                 (o.cpu.len(), !main_in, o.cpu.clone())
             };
             let better =
@@ -158,8 +159,7 @@ impl Scan<'_> {
                 let mut nodes: Vec<u32> = Vec::new();
                 for o in onto_slow.iter().filter(|o| pays(o)) {
                     let mem = o.moves.iter().map(|m| m.1).chain(o.mem.iter().copied());
-                    nodes
-                        .extend(mem.map(|b| machine.nodes[b].id).filter(|id| h.committed.slow_memory.contains_key(id)));
+                    nodes.extend(mem.map(|b| machine.id(b)).filter(|id| h.committed.slow_memory.contains_key(id)));
                 }
                 nodes.sort_unstable();
                 nodes.dedup();

@@ -9,6 +9,7 @@ use super::options::{cpu_fit, Opt};
 use super::{keep, Scan};
 use crate::daemon::action::{Action, ActionKind, Why};
 use crate::daemon::history::{Placement, ProcCommitted};
+use crate::daemon::machine::PerNode;
 use crate::daemon::snapshot::ProcInfo;
 
 impl Scan<'_> {
@@ -37,14 +38,12 @@ impl Scan<'_> {
             // Re-check room against what earlier commits took.
             let need = demand(p, cfg);
             let fit = cpu_fit(v, f, &o.cpu, book, need, cfg);
-            let mut need_mem = vec![0.0; v.n()];
+            let mut need_mem = v.zeros();
             for &(_, d, x) in &o.moves {
                 need_mem[d] += x;
             }
-            let mem_ok = need_mem
-                .iter()
-                .enumerate()
-                .all(|(d, x)| *x <= 0.0 || *x <= book.free_bytes[d] - headroom(book, cfg, d) + 1.0);
+            let mem_ok =
+                need_mem.enumerate().all(|(d, x)| *x <= 0.0 || *x <= book.free_bytes[d] - headroom(book, cfg, d) + 1.0);
             // The option was costed with the idle CPUs it saw; if an earlier
             // commit took them, it would now displace others for free: not now.
             let Some(fit) = fit.filter(|x| mem_ok && x.displaced <= o.displaced + 1e-6) else {
@@ -71,7 +70,7 @@ impl Scan<'_> {
             // Undo numakit's own placements that stand in the way, least
             // expected gain first.
             if fit.unpin > 0.0 {
-                let mut pins: Vec<(i32, Vec<f64>, f64)> = undoable(book, f, need, cfg)
+                let mut pins: Vec<(i32, PerNode<f64>, f64)> = undoable(book, f, need, cfg)
                     .filter(|x| o.cpu.iter().any(|&a| x.1[a] > 0.0) && x.2 * cfg.stickiness < o.gain)
                     .cloned()
                     .collect();
@@ -103,7 +102,7 @@ impl Scan<'_> {
                 }
                 for i in chosen {
                     let (other, load, _) = &pins[i];
-                    for (a, x) in load.iter().enumerate() {
+                    for (a, x) in load.enumerate() {
                         book.bound[a] -= x;
                         book.ours[a] -= x;
                     }
@@ -136,7 +135,7 @@ impl Scan<'_> {
             for &(b, d, x) in &o.moves {
                 let pages = (x as u64) / page;
                 let now_pages = pages.min(*budget);
-                let (from, to) = (machine.nodes[b].id, machine.nodes[d].id);
+                let (from, to) = (machine.id(b), machine.id(d));
                 if now_pages > 0 {
                     *budget -= now_pages;
                     *pages_total += now_pages;
@@ -154,7 +153,7 @@ impl Scan<'_> {
             // Book-keeping: its CPU load moves into T, T's bound load grows.
             let load: f64 = f.own_cpu.iter().sum();
             let mut displaced = 0.0;
-            for a in 0..v.n() {
+            for a in v.positions() {
                 book.free_cpus[a] += f.own_cpu[a] - o.c_after[a] * load;
                 if book.free_cpus[a] < 0.0 {
                     displaced -= book.free_cpus[a];
@@ -166,7 +165,7 @@ impl Scan<'_> {
             book.pins.retain(|x| x.0 != pid);
             book.pins.push((pid, o.c_after.iter().map(|c| c * need).collect(), o.gain));
             // Displaced threads take idle CPUs outside T.
-            for a in (0..v.n()).filter(|a| !o.cpu.contains(a)) {
+            for a in v.positions().filter(|a| !o.cpu.contains(a)) {
                 let x = displaced.min(book.free_cpus[a]);
                 book.free_cpus[a] -= x;
                 displaced -= x;

@@ -4,22 +4,23 @@
 
 use super::view::View;
 use crate::daemon::config::Config;
+use crate::daemon::machine::{NodePos, PerNode};
 use crate::daemon::snapshot::ProcInfo;
 
 /// Per-process facts used by the evaluation.
 pub(super) struct Facts {
     pub(super) pid: i32,
-    pub(super) c: Vec<f64>,
-    pub(super) own_cpu: Vec<f64>,
-    pub(super) mem: Vec<f64>,
+    pub(super) c: PerNode<f64>,
+    pub(super) own_cpu: PerNode<f64>,
+    pub(super) mem: PerNode<f64>,
     pub(super) ratio_now: f64,
     pub(super) locality: f64,
     pub(super) q: f64,
     pub(super) measured: bool,
-    pub(super) allowed: Vec<usize>,
-    pub(super) own_bound: Vec<f64>,
+    pub(super) allowed: Vec<NodePos>,
+    pub(super) own_bound: PerNode<f64>,
     /// `own_bound` when numakit placed the process, else zeros.
-    pub(super) own_ours: Vec<f64>,
+    pub(super) own_ours: PerNode<f64>,
     /// Memory growth, bytes per second (0 until seen twice).
     pub(super) growth: f64,
     /// Its memory, bytes (as the book counts it).
@@ -77,12 +78,12 @@ pub(super) fn is_restricted(v: &View, p: &ProcInfo) -> bool {
 /// over the window. Only its affinity's nodes: a process bound during the
 /// window ran partly elsewhere, and counting that part where it ran would
 /// leave half its load off the node it is now bound to.
-pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &[f64], cfg: &Config) -> Vec<f64> {
+pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &PerNode<f64>, cfg: &Config) -> PerNode<f64> {
     let nodes = v.idx(&p.affinity);
     let need = demand(p, cfg);
     let ran: f64 = nodes.iter().map(|&a| own_cpu[a]).sum();
     let cap: f64 = nodes.iter().map(|&a| v.cpus(a)).sum();
-    let mut out = vec![0.0; v.n()];
+    let mut out = v.zeros();
     for &a in &nodes {
         out[a] = match (ran > 1e-9, cap > 0.0) {
             (true, _) => need * own_cpu[a] / ran,
@@ -103,7 +104,7 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
     }
     let mem = v.by_id(p.mem_per_node.iter().map(|(k, x)| (*k, *x as f64)));
     let scope = if p.cpuset.is_empty() { v.all_cpu.clone() } else { p.cpuset.intersection(&v.all_cpu) };
-    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu, cfg) } else { vec![0.0; v.n()] };
+    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu, cfg) } else { v.zeros() };
     let (q, measured) = match p.mem_stall_share {
         Some(q) if q.is_finite() => (q.clamp(0.0, cfg.max_stall_share), true),
         _ => (cfg.default_stall_share, false),
@@ -118,7 +119,7 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
         q,
         measured,
         allowed: v.idx(&scope),
-        own_ours: if ours { own_bound.clone() } else { vec![0.0; v.n()] },
+        own_ours: if ours { own_bound.clone() } else { v.zeros() },
         own_bound,
         growth: 0.0,
         mem_total: p.mem_total() as f64,

@@ -57,7 +57,7 @@ impl Scan<'_> {
                 let waited = p.cpu_wait / (p.cpu_use + p.cpu_wait).max(1e-12);
                 if waited < cfg.harm_threshold && f.locality + 1e-9 >= pl.baseline_locality {
                     for b in placement_memory(v, &pl.cpu_nodes, &pl.mem_nodes) {
-                        h.committed.slow_memory.insert(machine.nodes[b].id, now + cfg.leave_alone_s);
+                        h.committed.slow_memory.insert(machine.id(b), now + cfg.leave_alone_s);
                     }
                 }
                 if pl.prev_affinity != pl.origin_affinity {
@@ -83,7 +83,7 @@ impl Scan<'_> {
                         for (i, &d) in dest.iter().enumerate() {
                             let n = pages / k + u64::from((i as u64) < pages % k);
                             if n > 0 {
-                                back.pending.push((machine.nodes[b].id, machine.nodes[d].id, n));
+                                back.pending.push((machine.id(b), machine.id(d), n));
                             }
                         }
                     }

@@ -127,7 +127,7 @@ impl<'a> Scan<'a> {
     /// budget refilled, the resources booked and every process's facts.
     fn new(machine: &'a Machine, snap: &Snapshot, cfg: &'a Config, history: &History, procs: &[&ProcInfo]) -> Self {
         let r = machine.ratios(cfg.slit_at, cfg.ratio_at);
-        let homes = (0..machine.len()).map(|i| machine.home_memory(&r, i)).collect();
+        let homes = machine.positions().map(|a| machine.home_memory(&r, a)).collect();
         let all_cpu = machine.nodes.iter().filter(|n| n.cpus > 0).map(|n| n.id).collect();
         let v = View { m: machine, r, homes, all_cpu };
         let now = snap.time_s;
@@ -162,40 +162,40 @@ impl<'a> Scan<'a> {
         h.committed.slow_memory.retain(|_, until| *until > now);
 
         let mut book = Book {
-            free_cpus: vec![0.0; v.n()],
-            free_bytes: vec![0.0; v.n()],
-            bound: vec![0.0; v.n()],
-            ours: vec![0.0; v.n()],
+            free_cpus: v.zeros(),
+            free_bytes: v.zeros(),
+            bound: v.zeros(),
+            ours: v.zeros(),
             pins: Vec::new(),
-            mem_per_cpu: vec![0.0; v.n()],
-            node_mem: vec![0.0; v.n()],
-            node_cpu: vec![0.0; v.n()],
+            mem_per_cpu: v.zeros(),
+            node_mem: v.zeros(),
+            node_cpu: v.zeros(),
             mem_per_cpu_all: 0.0,
         };
         {
-            let mut mem = vec![0.0; v.n()];
-            let mut cpu = vec![0.0; v.n()];
+            let mut mem = v.zeros();
+            let mut cpu = v.zeros();
             for p in procs {
                 let total: f64 = p.cpu_per_node.values().sum();
                 for (id, x) in &p.cpu_per_node {
-                    if let (Some(i), true) = (machine.index(*id), total > 0.0) {
-                        cpu[i] += x;
-                        mem[i] += p.mem_total() as f64 * x / total;
+                    if let (Some(a), true) = (machine.index(*id), total > 0.0) {
+                        cpu[a] += x;
+                        mem[a] += p.mem_total() as f64 * x / total;
                     }
                 }
             }
             let all = mem.iter().sum::<f64>() / cpu.iter().sum::<f64>().max(1e-9);
-            for i in 0..v.n() {
-                book.mem_per_cpu[i] = if cpu[i] > 0.0 { mem[i] / cpu[i] } else { all };
+            for a in v.positions() {
+                book.mem_per_cpu[a] = if cpu[a] > 0.0 { mem[a] / cpu[a] } else { all };
             }
             book.node_mem = mem;
             book.node_cpu = cpu;
             book.mem_per_cpu_all = all;
         }
         for ns in &snap.nodes {
-            if let Some(i) = machine.index(ns.id) {
-                book.free_cpus[i] = ns.free_cpus.max(0.0);
-                book.free_bytes[i] = ns.free_bytes as f64;
+            if let Some(a) = machine.index(ns.id) {
+                book.free_cpus[a] = ns.free_cpus.max(0.0);
+                book.free_bytes[a] = ns.free_bytes as f64;
             }
         }
         let mut all_facts: BTreeMap<i32, Facts> = BTreeMap::new();

@@ -7,6 +7,7 @@ use super::facts::{demand, speedup, Facts};
 use super::view::View;
 use super::GIB;
 use crate::daemon::config::Config;
+use crate::daemon::machine::{NodePos, PerNode};
 use crate::daemon::snapshot::ProcInfo;
 
 /// How a process fits a node set.
@@ -17,16 +18,16 @@ pub(super) struct Fit {
     /// Part of it that numakit placed and has to unpin, in all.
     pub(super) unpin: f64,
     /// ... of which on each node (so every node's bound load fits it).
-    pub(super) unpin_at: Vec<f64>,
+    pub(super) unpin_at: PerNode<f64>,
 }
 
 /// Where a process's threads run after a move to `t`: those inside `t`
 /// stay, the rest spread over `t` by CPU count (fractions).
-pub(super) fn spread(v: &View, f: &Facts, t: &[usize]) -> Vec<f64> {
+pub(super) fn spread(v: &View, f: &Facts, t: &[NodePos]) -> PerNode<f64> {
     let cap: f64 = t.iter().map(|&a| v.cpus(a)).sum::<f64>().max(1e-12);
     let inside: f64 = t.iter().map(|&a| f.c[a]).sum();
     let total: f64 = f.c.iter().sum::<f64>().max(1e-12);
-    let mut c = vec![0.0; v.n()];
+    let mut c = v.zeros();
     for &a in t {
         c[a] = f.c[a] / total + (1.0 - inside / total) * v.cpus(a) / cap;
     }
@@ -40,16 +41,16 @@ pub(super) fn spread(v: &View, f: &Facts, t: &[usize]) -> Vec<f64> {
 /// placements (undone to make room); never anything bound by someone else:
 /// on every node of `t`, that bound load plus the process's share stays
 /// within the node's CPUs.
-pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64, cfg: &Config) -> Option<Fit> {
+pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[NodePos], book: &Book, need: f64, cfg: &Config) -> Option<Fit> {
     let slack = cfg.cpu_slack;
     let c_after = spread(v, f, t);
-    let mut ours_at = vec![0.0; v.n()];
+    let mut ours_at = v.zeros();
     for x in undoable(book, f, need, cfg) {
         for &a in t {
             ours_at[a] += x.1[a];
         }
     }
-    let mut unpin_at = vec![0.0; v.n()];
+    let mut unpin_at = v.zeros();
     for &a in t {
         let load = c_after[a] * need;
         let bound = book.bound[a] - f.own_bound[a];
@@ -72,7 +73,7 @@ pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64, 
     if unpin > t.iter().map(|&a| ours_at[a]).sum::<f64>() + slack {
         return None;
     }
-    let elsewhere: f64 = (0..v.n()).filter(|a| !t.contains(a)).map(|a| f.own_cpu[a] + book.free_cpus[a]).sum();
+    let elsewhere: f64 = v.positions().filter(|a| !t.contains(a)).map(|a| f.own_cpu[a] + book.free_cpus[a]).sum();
     if short > elsewhere + slack {
         return None;
     }
@@ -82,11 +83,11 @@ pub(super) fn cpu_fit(v: &View, f: &Facts, t: &[usize], book: &Book, need: f64, 
 /// One evaluated target for a process.
 #[derive(Debug, Clone)]
 pub(super) struct Opt {
-    pub(super) cpu: Vec<usize>,
-    pub(super) mem: Vec<usize>,
-    /// (from index, to index, bytes).
-    pub(super) moves: Vec<(usize, usize, f64)>,
-    pub(super) c_after: Vec<f64>,
+    pub(super) cpu: Vec<NodePos>,
+    pub(super) mem: Vec<NodePos>,
+    /// (from, to, bytes).
+    pub(super) moves: Vec<(NodePos, NodePos, f64)>,
+    pub(super) c_after: PerNode<f64>,
     /// Access-time ratio now (with memory still to come where it would land).
     pub(super) ratio_now: f64,
     pub(super) ratio_after: f64,
@@ -112,12 +113,12 @@ impl Opt {
 /// grown from every node, as `place::auto` does for `run --auto` (among
 /// equally near nodes, those with more CPUs the process could have: not
 /// bound by others, numakit's pins it may undo counted as available).
-pub(super) fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book, cfg: &Config) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = Vec::new();
+pub(super) fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book, cfg: &Config) -> Vec<Vec<NodePos>> {
+    let mut out: Vec<Vec<NodePos>> = Vec::new();
     let need = demand(p, cfg);
     let mem_need: f64 = f.mem.iter().sum();
-    let home_mem = |set: &[usize]| -> f64 {
-        let mut hs: Vec<usize> = set.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
+    let home_mem = |set: &[NodePos]| -> f64 {
+        let mut hs: Vec<NodePos> = set.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
         hs.sort_unstable();
         hs.dedup();
         hs.iter().map(|&b| v.m.nodes[b].mem_bytes as f64).sum()
@@ -130,17 +131,17 @@ pub(super) fn target_sets(v: &View, p: &ProcInfo, f: &Facts, book: &Book, cfg: &
     // Grown from every node too small on its own (not only when every node
     // is): on uneven machines a process may fit a few big nodes nominally
     // while the room it needs is only to be had on groups of small ones.
-    let mut avail: Vec<f64> = (0..v.n()).map(|a| v.cpus(a) - (book.bound[a] - f.own_bound[a])).collect();
+    let mut avail: PerNode<f64> = v.positions().map(|a| v.cpus(a) - (book.bound[a] - f.own_bound[a])).collect();
     for x in undoable(book, f, need, cfg) {
-        for (a, l) in x.1.iter().enumerate() {
+        for (a, l) in x.1.enumerate() {
             avail[a] += l;
         }
     }
     // (In half CPUs: fractions of spread loads do not reorder equals.)
     let step = cfg.cpu_room_step;
-    let avail: Vec<f64> = avail.iter().map(|x| (x / step).round() * step).collect();
+    let avail: PerNode<f64> = avail.iter().map(|x| (x / step).round() * step).collect();
     for &start in &f.allowed {
-        let mut others: Vec<usize> = f.allowed.iter().copied().filter(|&o| o != start).collect();
+        let mut others: Vec<NodePos> = f.allowed.iter().copied().filter(|&o| o != start).collect();
         others.sort_by(|&x, &y| {
             v.r[start][x]
                 .total_cmp(&v.r[start][y])
@@ -169,7 +170,7 @@ pub(super) fn evaluate(
     v: &View,
     p: &ProcInfo,
     f: &Facts,
-    t: &[usize],
+    t: &[NodePos],
     book: &Book,
     cfg: &Config,
     drift_p: f64,
@@ -180,23 +181,24 @@ pub(super) fn evaluate(
     let fit = cpu_fit(v, f, t, book, need, cfg)?;
     let displaced = fit.displaced;
     // Memory destinations: the home memory of the CPU nodes.
-    let mut dest: Vec<usize> = t.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
+    let mut dest: Vec<NodePos> = t.iter().flat_map(|&a| v.homes[a].iter().copied()).collect();
     dest.sort_unstable();
     dest.dedup();
-    let cpuless: Vec<usize> = if cfg.use_cpuless_memory {
-        (0..v.n()).filter(|&b| v.m.nodes[b].cpus == 0 && v.m.nodes[b].mem_bytes > 0).collect()
+    let cpuless: Vec<NodePos> = if cfg.use_cpuless_memory {
+        v.positions().filter(|&b| v.m.nodes[b].cpus == 0 && v.m.nodes[b].mem_bytes > 0).collect()
     } else {
         Vec::new()
     };
-    let best_from_t = |b: usize| t.iter().map(|&a| v.r[a][b]).fold(f64::INFINITY, f64::min);
-    let mut room: Vec<f64> = (0..v.n()).map(|b| (book.free_bytes[b] - headroom(book, cfg, b)).max(0.0)).collect();
-    let mut sources: Vec<usize> = (0..v.n()).filter(|b| f.mem[*b] > 0.0 && !dest.contains(b)).collect();
+    let best_from_t = |b: NodePos| t.iter().map(|&a| v.r[a][b]).fold(f64::INFINITY, f64::min);
+    let mut room: PerNode<f64> =
+        v.positions().map(|b| (book.free_bytes[b] - headroom(book, cfg, b)).max(0.0)).collect();
+    let mut sources: Vec<NodePos> = v.positions().filter(|b| f.mem[*b] > 0.0 && !dest.contains(b)).collect();
     sources.sort_by(|&x, &y| f.mem[y].total_cmp(&f.mem[x]).then(x.cmp(&y)));
     let page = cfg.page_bytes.max(1) as f64;
     let c_after = spread(v, f, t);
     // Each destination's share of the pages: the share of the threads it is
     // home to after the move (what first touch would have given it).
-    let mut weight = vec![0.0; v.n()];
+    let mut weight = v.zeros();
     for &a in t {
         for &b in &v.homes[a] {
             weight[b] += c_after[a] / v.homes[a].len() as f64;
@@ -204,15 +206,15 @@ pub(super) fn evaluate(
     }
     // How full a destination is for its share: CPU-less memory (no threads
     // of its own) counts evenly among CPU-less memory.
-    let w_of = |x: usize| if cpuless.contains(&x) { 1.0 } else { weight[x] };
-    let fill = |x: usize, mem: &[f64]| if w_of(x) > 0.0 { mem[x] / w_of(x) } else { f64::INFINITY };
+    let w_of = |x: NodePos| if cpuless.contains(&x) { 1.0 } else { weight[x] };
+    let fill = |x: NodePos, mem: &PerNode<f64>| if w_of(x) > 0.0 { mem[x] / w_of(x) } else { f64::INFINITY };
     let mut mem_after = f.mem.clone();
     let mut moves = Vec::new();
     for b in sources.into_iter().filter(|_| migrate) {
         let mut left = f.mem[b];
         // CPU-less memory, when allowed, may keep its pages if it is no
         // farther than the destinations could be reached.
-        let mut targets: Vec<usize> = dest.clone();
+        let mut targets: Vec<NodePos> = dest.clone();
         targets.extend(cpuless.iter().copied().filter(|&c| c != b && best_from_t(c) < best_from_t(b)));
         if cpuless.contains(&b) && targets.len() == dest.len() && dest.iter().all(|&d| room[d] < page) {
             continue;
@@ -276,10 +278,10 @@ pub(super) fn evaluate(
     // size over the horizon.
     let future = (f.growth * horizon).min(f.mem.iter().sum::<f64>());
     let (now_m, after_m) = if future > 0.0 {
-        let spread = |c: &[f64]| -> Vec<f64> {
+        let spread = |c: &PerNode<f64>| -> PerNode<f64> {
             let ct: f64 = c.iter().sum::<f64>().max(1e-12);
-            let mut m = vec![0.0; v.n()];
-            for (a, &x) in c.iter().enumerate().filter(|(_, x)| **x > 0.0) {
+            let mut m = v.zeros();
+            for (a, &x) in c.enumerate().filter(|(_, x)| **x > 0.0) {
                 let hs = &v.homes[a];
                 for &b in hs {
                     m[b] += future * x / ct / hs.len() as f64;
@@ -287,8 +289,8 @@ pub(super) fn evaluate(
             }
             m
         };
-        let now_m: Vec<f64> = f.mem.iter().zip(spread(&f.c)).map(|(a, b)| a + b).collect();
-        let after_m: Vec<f64> = mem_after.iter().zip(spread(&c_after)).map(|(a, b)| a + b).collect();
+        let now_m: PerNode<f64> = f.mem.iter().zip(spread(&f.c).iter()).map(|(a, b)| a + b).collect();
+        let after_m: PerNode<f64> = mem_after.iter().zip(spread(&c_after).iter()).map(|(a, b)| a + b).collect();
         (now_m, after_m)
     } else {
         (f.mem.clone(), mem_after.clone())
@@ -303,12 +305,12 @@ pub(super) fn evaluate(
     // allowed node; binding avoids that expected loss.
     let mut protect = 0.0;
     if cfg.pin_in_place && unbound {
-        let away: Vec<usize> = f.allowed.iter().copied().filter(|a| !t.contains(a)).collect();
+        let away: Vec<NodePos> = f.allowed.iter().copied().filter(|a| !t.contains(a)).collect();
         if !away.is_empty() {
             let mean = away
                 .iter()
                 .map(|&a| {
-                    let mut c1 = vec![0.0; v.n()];
+                    let mut c1 = v.zeros();
                     c1[a] = 1.0;
                     v.ratio(&c1, &mem_after)
                 })

@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::action::Action;
 use super::apply::Applier;
 use super::collect::{Collector, NodeCpus};
-use super::machine::Machine;
+use super::machine::{Machine, NodeMatrix, PerNode};
 use super::protocol::{Counters, DecisionRecord};
 use super::settings::Settings;
 use super::snapshot::Snapshot;
@@ -257,12 +257,13 @@ pub fn build_machine(topo: &Topology, node_cpus: &NodeCpus, s: &Settings) -> Res
             path.display()
         )));
     }
+    let r = r.into_vec().into_iter().map(PerNode::into_vec).collect();
     m.with_measured(r).map_err(|e| ServiceError(format!("bench_latency {}: {e}", path.display())))
 }
 
-/// Fills `ratios` (by node index) from the `firmware[]` latency entries of
-/// a `numakit bench latency --json` result; returns how many were found.
-pub fn measured_ratios(json_text: &str, m: &Machine, ratios: &mut [Vec<f64>]) -> Result<usize, String> {
+/// Fills `ratios` (by node position) from the `firmware[]` latency entries
+/// of a `numakit bench latency --json` result; returns how many were found.
+pub fn measured_ratios(json_text: &str, m: &Machine, ratios: &mut NodeMatrix<f64>) -> Result<usize, String> {
     let v: Value = serde_json::from_str(json_text).map_err(|e| format!("not JSON: {e}"))?;
     if v.get("kind").and_then(Value::as_str) != Some("latency") {
         return Err("not a `numakit bench latency --json` result (kind is not \"latency\")".into());
@@ -275,9 +276,9 @@ pub fn measured_ratios(json_text: &str, m: &Machine, ratios: &mut [Vec<f64>]) ->
         else {
             continue;
         };
-        if let (Some(i), Some(j)) = (m.index(c), m.index(mem)) {
+        if let (Some(a), Some(b)) = (m.index(c), m.index(mem)) {
             if r.is_finite() && r > 0.0 {
-                ratios[i][j] = r;
+                ratios[a][b] = r;
                 n += 1;
             }
         }

@@ -4,10 +4,25 @@ use super::*;
 fn machine_ratios_and_checks() {
     let m = machine(&[(0, 4, 1), (1, 4, 1), (2, 4, 1)], vec![vec![10, 16, 22], vec![16, 10, 16], vec![22, 16, 10]]);
     let r = m.ratios(21, 1.62);
-    assert!((r[0][1] - (1.0 + 6.0 * 0.62 / 11.0)).abs() < 1e-9);
-    assert_eq!(r[2][2], 1.0);
+    let (a, b, c) = (NodePos(0), NodePos(1), NodePos(2));
+    assert!((r[a][b] - (1.0 + 6.0 * 0.62 / 11.0)).abs() < 1e-9);
+    assert_eq!(r[c][c], 1.0);
     assert!(Machine::new(vec![node(1, 1, 1), node(0, 1, 1)], vec![vec![10; 2]; 2]).is_err());
     assert!(two().with_measured(vec![vec![1.0, f64::NAN], vec![1.0, 1.0]]).is_err());
+}
+
+/// Node ids may be sparse; positions are dense, in id order, and the
+/// machine converts between the two.
+#[test]
+fn node_ids_and_positions_convert() {
+    let m = machine(&[(0, 4, 1), (2, 4, 1), (5, 0, 1)], vec![vec![10, 20, 20], vec![20, 10, 20], vec![20, 20, 10]]);
+    assert_eq!(m.index(5), Some(NodePos(2)));
+    assert_eq!(m.index(1), None);
+    assert_eq!(m.positions().map(|a| m.id(a)).collect::<Vec<_>>(), [0, 2, 5]);
+    assert_eq!(m.nodes[NodePos(1)].id, 2);
+    // Ratios by position: SLIT 20 is the calibration point, 2.0.
+    let r = m.ratios(20, 2.0);
+    assert_eq!((r[NodePos(0)][NodePos(2)], r[NodePos(2)][NodePos(2)]), (2.0, 1.0));
 }
 
 #[test]

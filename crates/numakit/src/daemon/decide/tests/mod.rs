@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::daemon::{MachineNode, MemPolicy, NodeState, Placement, ProcCommitted, ProcObserved, Progress};
+use crate::daemon::{MachineNode, MemPolicy, NodePos, NodeState, Placement, ProcCommitted, ProcObserved, Progress};
 use crate::sets::NodeSet;
 
 mod inputs;
