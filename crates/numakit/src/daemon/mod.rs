@@ -1,22 +1,52 @@
-//! Automatic placement that does no harm: the daemon's decision core.
+//! Automatic placement that does no harm: the daemon's decision core and
+//! the layers around it.
 //!
-//! [`decide`] is a pure, deterministic function of
+//! # The decision core
 //!
-//! * the [`Machine`] (nodes of any size, memory-less CPU nodes, CPU-less
-//!   memory nodes, firmware distances and optionally measured access-time
-//!   ratios),
-//! * a [`Snapshot`] of one scan (free CPUs and memory per node; per process
-//!   its threads, CPU use over the window, RSS and memory per node, where
-//!   its threads ran, affinity, cpuset, memory policy, owner placement, age,
-//!   progress and memory stall share),
-//! * the [`Config`] (every threshold documented with its source), and
-//! * the [`History`] of earlier moves (serialisable: a daemon persists it),
+//! `decide(&Machine, &Snapshot, &Config, &History) -> Decision` ([`decide`])
+//! is pure and deterministic: it neither reads nor changes the system, the
+//! same inputs give the same decision, and the order in which a snapshot
+//! lists nodes and processes does not matter. Two callers feed it the same
+//! types: the daemon, through its collector ([`collect`]: `/proc` and `/sys`
+//! read through a [`SysRoot`](crate::sys::SysRoot)), and the simulator
+//! (`numakit-sim`: its model of a farm, in simulated time).
 //!
-//! to a list of [`Action`]s (bind CPUs and preferred memory to nodes,
-//! migrate N pages from node A to node B, revert an earlier move, or keep)
-//! each with its reason ([`Why`]) and expected gain, and the next history.
+//! Inputs, and what each promises:
 //!
-//! The rules, in short:
+//! * [`Machine`]: the nodes in id order, each its own size (CPU count and
+//!   memory; memory-less CPU nodes and CPU-less memory nodes allowed), the
+//!   firmware distances, and optionally measured access-time ratios. Ids
+//!   are sorted and distinct and the matrices square ([`Machine::new`]
+//!   checks). A node is named by its kernel id (`u32`, in a
+//!   [`NodeSet`](crate::sets::NodeSet); ids may be sparse) or by its
+//!   position ([`NodePos`]: dense, the index of every [`PerNode`] vector
+//!   and [`NodeMatrix`]); [`Machine::index`] and [`Machine::id`] convert,
+//!   and the compiler keeps the two apart.
+//! * [`Snapshot`]: one scan, on a clock that survives restarts. Per node
+//!   (by id) its idle CPUs and free memory (a node not listed has none
+//!   free); per process its threads, CPU use and run-queue wait over the
+//!   window, RSS and memory per node, where its threads ran, affinity,
+//!   cpuset, memory policy, whether its owner placed it, age, progress and
+//!   memory stall share; the watched processes that exited since the last
+//!   scan.
+//! * [`Config`]: every number a decision uses, each with its source.
+//! * [`History`]: what earlier decisions left, in two halves. [`Observed`]:
+//!   what the scans saw (each process's identity, last main node and size,
+//!   the scheduler drift, the run times of commands seen to end).
+//!   [`Committed`]: what numakit did (placements and the pages they still
+//!   owe, reverts, harm and what is left alone because of it, memory marked
+//!   slow, pages migrated). Serialisable (JSON); the daemon persists it.
+//!
+//! Output: a [`Decision`]. Its [`Action`]s, in the order to apply them
+//! (bind CPUs and preferred memory to nodes, migrate N pages from node A to
+//! node B, revert an earlier move, or keep), each carry their reason as
+//! data ([`Why`], printed on demand) and their expected gain. Its history
+//! is the next call's input and assumes every action is applied: a caller
+//! that applies nothing (dry run, deferring to AutoNUMA) keeps
+//! `History { observed: decision.history.observed, ..previous }`, and one
+//! whose action failed corrects the committed half ([`service`] does both).
+//!
+//! # The rules, in short
 //!
 //! * **Candidates**: long-running (`min_age_s`), above numad's thresholds
 //!   (half a CPU, 300 MB), not excluded (pid, comm, cgroup, uid), not placed
@@ -42,7 +72,7 @@
 //!   `harm_threshold` reverts it and leaves the process alone for a while,
 //!   and after repeated harm its command name too.
 //!
-//! [`decide`] neither reads nor changes the system. Around it, in layers:
+//! # Around it, in layers
 //!
 //! * [`collect`]: the read layer, one scan of `/proc` and `/sys` (through
 //!   a [`SysRoot`](crate::sys::SysRoot)) into a [`Snapshot`], `numa_maps`

@@ -1,7 +1,12 @@
 //! The decision core: one pure function from (machine, snapshot, config,
-//! history) to (actions, new history). See the module docs of
-//! [`daemon`](super) for the rules; this folder is their implementation,
-//! a scan's steps in the order [`decide`] takes them:
+//! history) to a [`Decision`] (actions with their reasons, and the next
+//! history). The module docs of [`daemon`](super) state the contract and
+//! the rules; this folder is their implementation. Inside, nodes are
+//! positions ([`NodePos`](super::NodePos)) and per-node data is
+//! [`PerNode`](super::PerNode); node ids come in from the snapshot and the
+//! history and go out in actions and the history, through `View::by_id`,
+//! `View::idx` and `View::ids`. A scan's steps, in the order [`decide`]
+//! takes them:
 //!
 //! * `view`: the machine prepared for the decision (access-time ratios,
 //!   each CPU node's home memory);
@@ -16,6 +21,8 @@
 //! * `options` and `choose`: step 4, every option of each candidate and the
 //!   best one that pays;
 //! * `commit`: step 5, the chosen moves committed best first.
+//!
+//! `tests/`: the one test suite, every test on inputs from one fixture.
 
 use std::collections::BTreeMap;
 
