@@ -154,8 +154,8 @@ fn check_memory(topo: &Topology, node: u32, bytes: u64) -> Result<(), BenchError
     match free {
         Some(f) if f < bytes + bytes / 20 => Err(BenchError::Usage(format!(
             "node {node} has {} free, the buffers need {}: use a smaller --size",
-            crate::present::human_bytes(f),
-            crate::present::human_bytes(bytes)
+            crate::units::human_bytes(f),
+            crate::units::human_bytes(bytes)
         ))),
         _ => Ok(()),
     }
@@ -321,7 +321,7 @@ pub fn run_latency(
                     "CPU node {} × memory node {}, {}",
                     pair.cpu_node,
                     pair.mem_node,
-                    crate::present::human_bytes(size)
+                    crate::units::human_bytes(size)
                 ),
             });
             let raw = probe.latency(pair, size, &params)?;
