@@ -85,6 +85,53 @@ pub fn remove_stale_temps(path: &Path) -> usize {
     removed
 }
 
+/// An exclusive `flock` on a lock file, released when dropped (and by the
+/// kernel when the process dies, so a `kill -9` never leaves it held).
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    /// Takes the lock on `path` (created, with its folder, if missing)
+    /// without waiting: `Ok(None)` when another process holds it.
+    pub fn try_acquire(path: &Path) -> io::Result<Option<FileLock>> {
+        fs::create_dir_all(folder(path))?;
+        // A lock file another user created (in a shared folder such as the
+        // job ledger's) opens read-only: `flock` needs no write access.
+        let file = match OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(path) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => File::open(path)?,
+            r => r?,
+        };
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        let r = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(Some(FileLock { _file: file }));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Ok(None)
+        } else {
+            Err(e)
+        }
+    }
+
+    /// Takes the lock on `path`, waiting at most `timeout` for its holder
+    /// (polled every millisecond): `Ok(None)` when it is still held then.
+    pub fn acquire(path: &Path, timeout: std::time::Duration) -> io::Result<Option<FileLock>> {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(l) = Self::try_acquire(path)? {
+                return Ok(Some(l));
+            }
+            if std::time::Instant::now() >= end {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
 fn process_exists(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: signal 0 only checks that the process exists.
@@ -139,5 +186,18 @@ mod tests {
         assert!(live.exists() && mine.exists() && other.exists());
         write_atomic(&p, b"v").unwrap();
         assert!(!mine.exists(), "our own temp is reused and renamed away");
+    }
+
+    #[test]
+    fn a_lock_is_exclusive_and_freed_on_drop() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/x.lock");
+        let held = FileLock::try_acquire(&p).unwrap().expect("free");
+        // flock locks belong to the open file description: a second open
+        // in the same process is refused as another process would be.
+        assert!(FileLock::try_acquire(&p).unwrap().is_none());
+        assert!(FileLock::acquire(&p, std::time::Duration::from_millis(5)).unwrap().is_none());
+        drop(held);
+        assert!(FileLock::acquire(&p, std::time::Duration::from_millis(5)).unwrap().is_some());
     }
 }

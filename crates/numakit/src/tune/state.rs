@@ -10,10 +10,8 @@
 //! interleaving. This module owns numakit's own file; it never touches a
 //! kernel knob.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt as _;
-use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -164,7 +162,7 @@ fn state_error(path: &Path, why: String) -> TuneError {
 /// the kernel if the process dies).
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    _lock: files::FileLock,
 }
 
 impl Lock {
@@ -175,26 +173,15 @@ impl Lock {
         let mut name = state_path.as_os_str().to_owned();
         name.push(".lock");
         let lock_path = PathBuf::from(name);
-        let file = (|| {
-            fs::create_dir_all(files::folder(state_path))?;
-            OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(&lock_path)
-        })()
-        .map_err(|e| state_error(state_path, format!("cannot open the lock file {}: {e}", lock_path.display())))?;
-        // SAFETY: flock on a descriptor this function owns; no memory is passed.
-        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if r != 0 {
-            let e = io::Error::last_os_error();
-            let why = if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                format!("another numakit tune is running (it holds {})", lock_path.display())
-            } else {
-                format!("cannot lock {}: {e}", lock_path.display())
-            };
-            return Err(state_error(state_path, why));
-        }
+        let lock = files::FileLock::try_acquire(&lock_path)
+            .map_err(|e| state_error(state_path, format!("cannot lock {}: {e}", lock_path.display())))?
+            .ok_or_else(|| {
+                state_error(state_path, format!("another numakit tune is running (it holds {})", lock_path.display()))
+            })?;
         // Under the lock no live numakit writes the state: what a killed
         // one left of its atomic save (`.NAME.tmp.PID`) can go.
         files::remove_stale_temps(state_path);
-        Ok(Lock { _file: file })
+        Ok(Lock { _lock: lock })
     }
 }
 
