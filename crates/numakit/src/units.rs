@@ -70,6 +70,32 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     }
 }
 
+/// Parses a duration as people type it: `90` or `90s` (seconds), `500ms`,
+/// `10m`, `2h`, `1d`, fractions allowed (`1.5m`). The error names the
+/// text as given.
+///
+/// ```
+/// use numakit::units::parse_duration;
+/// use std::time::Duration;
+/// assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+/// assert!(parse_duration("soon").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let err = || format!("invalid duration {text:?}: use seconds or a number with ms, s, m, h or d");
+    let t = text.trim();
+    let (num, scale) = [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0), ("d", 86400.0)]
+        .iter()
+        .find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n.trim_end(), *scale)))
+        .unwrap_or((t, 1.0));
+    if num.is_empty() || num.starts_with(['+', '-']) {
+        return Err(err());
+    }
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v * scale < 1e10 => Ok(std::time::Duration::from_secs_f64(v * scale)),
+        _ => Err(err()),
+    }
+}
+
 /// Formats bytes in binary units with one decimal where it helps
 /// (`512 MiB`, `1.5 GiB`, `63.9 GiB`).
 pub fn human_bytes(bytes: u64) -> String {
@@ -169,6 +195,19 @@ mod tests {
         #[test]
         fn never_panics(s in "\\PC{0,24}") {
             let _ = parse_size(&s);
+        }
+    }
+
+    #[test]
+    fn durations_as_typed() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration(" 1d ").unwrap(), Duration::from_secs(86400));
+        for bad in ["", "-1s", "1y", "ms", "NaN", "1e300s"] {
+            assert!(parse_duration(bad).unwrap_err().contains(&format!("{bad:?}")), "{bad}");
         }
     }
 }
