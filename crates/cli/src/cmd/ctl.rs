@@ -36,21 +36,22 @@ pub struct CtlArgs {
 pub enum CtlCommand {
     /// The daemon's state and counters.
     Status,
-    /// Never touch a process (PID) or every process of a command name (NAME).
+    /// Never touch a process (PID), every process of a command name (NAME), or every process in a
+    /// cgroup v2 and below it (cgroup:PATH, PATH as in /proc/PID/cgroup); dropped when it ends.
     Exclude {
-        /// PID or command name.
+        /// PID, command name or cgroup:PATH.
         #[arg(allow_hyphen_values = true)]
         target: String,
     },
     /// Undo an exclusion; manage it even outside the configured include lists.
     Include {
-        /// PID or command name.
+        /// PID, command name or cgroup:PATH.
         #[arg(allow_hyphen_values = true)]
         target: String,
     },
-    /// Drop a PID or command name from both lists and forget the harm it was remembered for.
+    /// Drop a PID, command name or cgroup:PATH from both lists and forget the harm it was remembered for.
     Forget {
-        /// PID or command name.
+        /// PID, command name or cgroup:PATH.
         #[arg(allow_hyphen_values = true)]
         target: String,
     },

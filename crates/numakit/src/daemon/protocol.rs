@@ -21,8 +21,9 @@ use super::state::GlobalChange;
 use crate::place::auto::{AutoDecision, NodeLoad};
 use crate::sets::CpuSet;
 
-/// What `exclude`, `include` and `forget` name: one process or every
-/// process of a command name.
+/// What `exclude`, `include` and `forget` name: one process, every
+/// process of a command name, or every process in a cgroup and the
+/// cgroups below it (a batch job's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Target {
@@ -30,6 +31,9 @@ pub enum Target {
     Pid(i32),
     /// A command name (the kernel's `comm`, at most 15 bytes).
     Comm(String),
+    /// A cgroup v2: its path as `/proc/PID/cgroup` gives it (the `0::`
+    /// line, relative to the cgroup v2 root). Typed as `cgroup:PATH`.
+    Cgroup(String),
 }
 
 impl Target {
@@ -38,7 +42,18 @@ impl Target {
     pub fn parse(text: &str) -> Result<Target, String> {
         let t = text.trim();
         if t.is_empty() {
-            return Err("empty target: give a pid or a command name".into());
+            return Err("empty target: give a pid, a command name or cgroup:PATH".into());
+        }
+        if let Some(path) = t.strip_prefix("cgroup:") {
+            let ok = path.starts_with('/')
+                && path.len() <= 4096
+                && !path.split('/').any(|c| c == "..")
+                && !path.chars().any(char::is_control);
+            return if ok {
+                Ok(Target::Cgroup(path.to_string()))
+            } else {
+                Err(format!("invalid cgroup {text:?}: give an absolute cgroup path without \"..\""))
+            };
         }
         match t.parse::<i64>() {
             Ok(p) if p > 0 && p <= i64::from(i32::MAX) => Ok(Target::Pid(p as i32)),
@@ -61,6 +76,7 @@ impl From<Target> for String {
         match t {
             Target::Pid(p) => p.to_string(),
             Target::Comm(c) => c,
+            Target::Cgroup(p) => format!("cgroup:{p}"),
         }
     }
 }
@@ -70,6 +86,7 @@ impl fmt::Display for Target {
         match self {
             Target::Pid(p) => write!(f, "pid {p}"),
             Target::Comm(c) => write!(f, "command {c:?}"),
+            Target::Cgroup(p) => write!(f, "cgroup {p}"),
         }
     }
 }
@@ -222,6 +239,9 @@ pub struct Names {
     pub pids: Vec<i32>,
     /// Command names.
     pub comms: Vec<String>,
+    /// Cgroups (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<String>,
 }
 
 /// Run times learnt per command name.
@@ -316,12 +336,19 @@ pub struct LoadView {
     pub idle_cpus: String,
     /// Node id.
     pub node: u32,
+    /// Jobs numakit placed there that still run (absent: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub placed: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl LoadView {
     /// From the placement layer's load.
     pub fn of(l: &NodeLoad) -> Self {
-        Self { node: l.node, idle_cpus: l.idle_cpus.to_list(), free_bytes: l.free_bytes }
+        Self { node: l.node, idle_cpus: l.idle_cpus.to_list(), free_bytes: l.free_bytes, placed: l.placed }
     }
 
     /// Back to the placement layer's load; an unreadable CPU list is an
@@ -329,7 +356,7 @@ impl LoadView {
     pub fn to_load(&self) -> Result<NodeLoad, String> {
         let idle_cpus = CpuSet::parse_list(&self.idle_cpus)
             .map_err(|e| format!("node {}: idle CPUs {:?}: {e}", self.node, self.idle_cpus))?;
-        Ok(NodeLoad { node: self.node, idle_cpus, free_bytes: self.free_bytes })
+        Ok(NodeLoad { node: self.node, idle_cpus, free_bytes: self.free_bytes, placed: self.placed })
     }
 }
 
@@ -409,6 +436,13 @@ mod tests {
         assert!(Target::parse("a-name-of-16-chr").unwrap_err().contains("longer than 15"));
         assert_eq!(Target::Pid(7).to_string(), "pid 7");
         assert_eq!(Target::Comm("x".into()).to_string(), "command \"x\"");
+        let cg = Target::parse("cgroup:/system.slice/slurmstepd.scope/job_42").unwrap();
+        assert_eq!(cg, Target::Cgroup("/system.slice/slurmstepd.scope/job_42".into()));
+        assert_eq!(String::from(cg.clone()), "cgroup:/system.slice/slurmstepd.scope/job_42");
+        assert_eq!(serde_json::from_str::<Target>("\"cgroup:/a\"").unwrap(), Target::Cgroup("/a".into()));
+        for bad in ["cgroup:", "cgroup:relative", "cgroup:/a/../b"] {
+            assert!(Target::parse(bad).unwrap_err().contains(&format!("{bad:?}")), "{bad}");
+        }
     }
 
     #[test]
@@ -436,7 +470,7 @@ mod tests {
 
     #[test]
     fn load_views_check_their_cpu_lists() {
-        let v = LoadView { node: 1, idle_cpus: "2-3".into(), free_bytes: 5 };
+        let v = LoadView { node: 1, idle_cpus: "2-3".into(), free_bytes: 5, placed: 0 };
         assert_eq!(v.to_load().unwrap().idle_cpus, CpuSet::parse_list("2-3").unwrap());
         let bad = LoadView { idle_cpus: "x".into(), ..v };
         assert!(bad.to_load().unwrap_err().starts_with("node 1: idle CPUs \"x\""));

@@ -44,6 +44,11 @@ pub struct CtlLists {
     pub include_pids: Vec<i32>,
     /// Command names managed even when the include lists would not.
     pub include_comms: Vec<String>,
+    /// Cgroups whose processes (and those of the cgroups below) are never
+    /// touched; dropped when the cgroup is gone (the job ended).
+    pub exclude_cgroups: Vec<String>,
+    /// Cgroups managed even when the include lists would not.
+    pub include_cgroups: Vec<String>,
 }
 
 impl CtlLists {
@@ -61,6 +66,8 @@ impl CtlLists {
             (Target::Pid(p), false) => on(&mut self.include_pids, &mut self.exclude_pids, p),
             (Target::Comm(n), true) => on(&mut self.exclude_comms, &mut self.include_comms, n),
             (Target::Comm(n), false) => on(&mut self.include_comms, &mut self.exclude_comms, n),
+            (Target::Cgroup(c), true) => on(&mut self.exclude_cgroups, &mut self.include_cgroups, c),
+            (Target::Cgroup(c), false) => on(&mut self.include_cgroups, &mut self.exclude_cgroups, c),
         }
     }
 }

@@ -45,6 +45,10 @@ impl Service {
                         h.observed.comms.remove(n);
                         h.committed.comms.remove(n);
                     }
+                    Target::Cgroup(g) => {
+                        c.exclude_cgroups.retain(|x| x != g);
+                        c.include_cgroups.retain(|x| x != g);
+                    }
                 }
                 format!("forgot {t}")
             }
@@ -56,6 +60,26 @@ impl Service {
             }
             Err(e) => Response::err(e.to_string()),
         }
+    }
+
+    /// Drops from the `ctl` lists the pids that no longer run and the
+    /// cgroups that are gone (a batch job that ended), saving the state
+    /// when something was dropped. A pid is checked by `/proc/PID`, a
+    /// cgroup by its folder.
+    pub(super) fn forget_ended_targets(&mut self) -> Result<(), super::ServiceError> {
+        let sys = &self.sys;
+        let c = &mut self.state.ctl;
+        let before = c.clone();
+        let runs = |p: &i32| sys.exists(format!("proc/{p}"));
+        let there = |g: &String| sys.exists(crate::procs::cgroup::dir(g));
+        c.exclude_pids.retain(runs);
+        c.include_pids.retain(runs);
+        c.exclude_cgroups.retain(there);
+        c.include_cgroups.retain(there);
+        if *c != before {
+            self.save()?;
+        }
+        Ok(())
     }
 
     fn reload(&mut self) -> Response {
@@ -119,6 +143,7 @@ impl Service {
                 node: n.id,
                 idle_cpus: n.cpus.intersection(idle),
                 free_bytes: snap.nodes.iter().find(|s| s.id == n.id).map_or(0, |s| s.free_bytes),
+                placed: 0,
             })
             .collect();
         let mut view = NodeView {

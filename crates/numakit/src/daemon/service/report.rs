@@ -72,8 +72,16 @@ impl Service {
                     })
                 })
                 .collect(),
-            excluded: Names { pids: ctl.exclude_pids.clone(), comms: ctl.exclude_comms.clone() },
-            included: Names { pids: ctl.include_pids.clone(), comms: ctl.include_comms.clone() },
+            excluded: Names {
+                pids: ctl.exclude_pids.clone(),
+                comms: ctl.exclude_comms.clone(),
+                cgroups: ctl.exclude_cgroups.clone(),
+            },
+            included: Names {
+                pids: ctl.include_pids.clone(),
+                comms: ctl.include_comms.clone(),
+                cgroups: ctl.include_cgroups.clone(),
+            },
             left_alone_comms: h
                 .committed
                 .comms

@@ -9,6 +9,7 @@ use crate::daemon::action::{Action, ActionKind};
 use crate::daemon::apply::Outcome;
 use crate::daemon::collect::{ManagedCgroups, ScanCounts};
 use crate::daemon::decide::decide;
+use crate::daemon::settings::cgroup_under;
 use crate::daemon::History;
 use crate::units::unix_now;
 
@@ -29,6 +30,7 @@ impl Service {
         let cpu0 = thread_cpu_seconds();
         let t0 = std::time::Instant::now();
         let wall = unix_now();
+        self.forget_ended_targets()?;
         self.deferred = self.conflict();
         let managed: ManagedCgroups = self
             .state
@@ -46,14 +48,20 @@ impl Service {
             pid != me
                 && (settings.included(pid, comm, cgroup, uid)
                     || ctl.include_pids.contains(&pid)
-                    || ctl.include_comms.iter().any(|c| c == comm))
+                    || ctl.include_comms.iter().any(|c| c == comm)
+                    || ctl.include_cgroups.iter().any(|c| cgroup_under(cgroup, c)))
         };
         let first = !self.collector.has_baseline();
         let (snap, counts) = self
             .collector
             .scan(&self.sys, &self.node_cpus, &self.settings, &include, &self.state.history, &managed, mono_s, wall)
             .map_err(|x| ServiceError(x.to_string()))?;
-        let cfg = self.effective_config();
+        let mut cfg = self.effective_config();
+        // Processes in an excluded cgroup (a `none` batch job's) are seen,
+        // their load counted, and never touched, as excluded pids are.
+        let ex = &self.state.ctl.exclude_cgroups;
+        cfg.exclude_pids
+            .extend(snap.procs.iter().filter(|p| ex.iter().any(|c| cgroup_under(&p.cgroup, c))).map(|p| p.pid));
         if first {
             // The first scan after a start has no window: every CPU use is
             // unknown (0), and judging or moving on it would be wrong (a
