@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 
 pub mod act;
+pub mod batch;
 #[cfg(feature = "measure")]
 pub mod bench;
 #[cfg(feature = "measure")]

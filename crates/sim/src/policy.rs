@@ -202,6 +202,7 @@ impl Policy for StaticBind {
                     node: n.id,
                     idle_cpus: (lo..lo + idle.min(n.cpus.len() as u32)).collect(),
                     free_bytes: view.free_bytes[i].max(0.0) as u64,
+                    placed: 0,
                 }
             })
             .collect();

@@ -11,6 +11,11 @@
 //! 4. larger than the whole machine (idle CPUs or free memory) → refuse, so
 //!    a job wrapper can keep the job pending (exit 75, EX_TEMPFAIL).
 //!
+//! Among the nodes a job fits (rules 1 and 2), those with fewer running
+//! jobs numakit placed ([`NodeLoad::placed`]) come first: jobs that start
+//! in the same second spread over the nodes instead of all taking the one
+//! that looked freest.
+//!
 //! [`decide`] is a pure function of the model, the per-node load and the
 //! request; sampling the load is [`crate::sys::stat`]'s job.
 
@@ -44,6 +49,11 @@ pub struct NodeLoad {
     pub idle_cpus: CpuSet,
     /// Its free memory.
     pub free_bytes: u64,
+    /// Jobs numakit placed there that still run (from the job ledger,
+    /// [`crate::batch::ledger`]; 0 when not known). Among the nodes a job
+    /// fits, the one with the fewest comes first, so that jobs starting
+    /// together spread.
+    pub placed: u32,
 }
 
 /// Which rule decided.
@@ -95,6 +105,7 @@ pub fn loads_of(topo: &Topology, idle: &CpuSet) -> Vec<NodeLoad> {
             node: n.id,
             idle_cpus: n.cpus.intersection(idle),
             free_bytes: n.memory.and_then(|m| m.free_bytes).unwrap_or(0),
+            placed: 0,
         })
         .collect()
 }
@@ -156,8 +167,9 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
             (*l, m, free)
         })
         .collect();
-    // Most free memory first; ties to the lower node id.
-    fits.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.node.cmp(&b.0.node)));
+    // Fewest jobs numakit placed first, then most free memory; ties to the
+    // lower node id.
+    fits.sort_by(|a, b| a.0.placed.cmp(&b.0.placed).then(b.2.cmp(&a.2)).then(a.0.node.cmp(&b.0.node)));
     if let Some((l, m, free)) = fits.first() {
         let cpus = topo.cpus_of_nodes(&std::iter::once(l.node).collect()).intersection(&allowed_cpus);
         let rule = if *free >= req.mem_bytes { Rule::OneNode } else { Rule::OneNodePreferMemory };

@@ -19,6 +19,7 @@ fn loads(t: &Topology, idle: &[usize], free_gib: &[u64]) -> Vec<NodeLoad> {
             node: n.id,
             idle_cpus: n.cpus.iter().take(idle[i]).collect(),
             free_bytes: free_gib[i] * GIB,
+            placed: 0,
         })
         .collect()
 }
@@ -107,4 +108,19 @@ fn loads_from_idle_cpus_and_free_memory() {
         assert_eq!(load.free_bytes, n.memory.and_then(|m| m.free_bytes).unwrap_or(0));
     }
     assert_eq!(l.iter().map(|x| x.idle_cpus.len()).sum::<usize>(), 2);
+}
+
+#[test]
+fn among_fitting_nodes_the_one_with_fewest_placed_jobs_first() {
+    let (_d, t) = topo(&SynthMachine::amd_4s_8n(8, 16384));
+    let mut l = loads(&t, &[8; 8], &[10, 15, 12, 3, 4, 5, 6, 7]);
+    // Node 1 has the most free memory but already holds a placed job.
+    l[1].placed = 1;
+    let d = decide(&t, &l, &req(4, 8)).expect("fits");
+    assert_eq!(d.nodes.to_list(), "2");
+    // Placed jobs everywhere alike: free memory decides again.
+    for x in &mut l {
+        x.placed = 1;
+    }
+    assert_eq!(decide(&t, &l, &req(4, 8)).expect("fits").nodes.to_list(), "1");
 }

@@ -1,0 +1,280 @@
+//! The host-local record of the placements numakit made for jobs, so that
+//! the next job on the host knows them even when both start in the same
+//! second, before either has used a CPU or touched a page.
+//!
+//! One small JSON file per placed process (`PID.json`) in one folder
+//! ([`DEFAULT_DIR`], `/run/numakit/jobs`: gone at reboot), written
+//! atomically; a lock file in the folder (`.lock`, `flock`) makes
+//! "read the record, decide, add to it" one step for concurrent starts.
+//! The record survives a crash of whoever wrote it (the files stay) and
+//! forgets ended jobs by itself: an entry counts only while its process
+//! runs, told by the pid *and* its start time (`/proc/PID/stat` field 22),
+//! so a reused pid is never mistaken for the job. Entries of ended
+//! processes are removed when found (where the folder's permissions let
+//! the reader; the rest are skipped the same way).
+//!
+//! The folder is shared by every user's jobs on the host (a Slurm task is
+//! placed as its user): it is created mode 1777 (sticky, as `/tmp`), so a
+//! user adds and removes only their own entries.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::files::{self, FileLock};
+use crate::procs;
+use crate::sys::SysRoot;
+
+/// Where the record lives unless told otherwise.
+pub const DEFAULT_DIR: &str = "/run/numakit/jobs";
+
+/// How long a placement waits for another one on the host to finish
+/// recording before giving up (a placement holds the lock for a few
+/// milliseconds).
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// What one placement takes on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// Node id.
+    pub node: u32,
+    /// CPUs counted as taken there.
+    pub cpus: u32,
+    /// Memory the job said it needs there, bytes (0: not said).
+    pub mem_bytes: u64,
+}
+
+/// One placed process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The placed process (the job's first process: it keeps its pid
+    /// across `exec`).
+    pub pid: i32,
+    /// Its start time after boot in clock ticks (tells a reused pid).
+    pub start_ticks: u64,
+    /// What it is, for people (`slurm job 42.0 task 1`, `run --auto`).
+    pub job: String,
+    /// What it takes, per node.
+    pub claims: Vec<Claim>,
+    /// When it was placed, seconds since the epoch.
+    pub placed_unix: u64,
+}
+
+/// A record that cannot be used, in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The folder or a file in it.
+    #[error("job ledger {path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Another placement held the lock too long.
+    #[error("job ledger {path}: another placement on this host held the lock for {secs} s")]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// How long it waited.
+        secs: u64,
+    },
+}
+
+/// The record in one folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ledger {
+    dir: PathBuf,
+}
+
+/// The record, locked: what is read through it stays true until it is
+/// dropped (for processes placed through numakit).
+#[derive(Debug)]
+pub struct Locked<'a> {
+    ledger: &'a Ledger,
+    _lock: FileLock,
+}
+
+impl Ledger {
+    /// The record in `dir` (nothing is read or created yet).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// Its folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn io(&self, path: &Path, source: std::io::Error) -> LedgerError {
+        LedgerError::Io { path: path.to_path_buf(), source }
+    }
+
+    /// Creates the folder (mode 1777, shared by all users' jobs) if it is
+    /// missing.
+    pub fn create(&self) -> Result<(), LedgerError> {
+        if self.dir.is_dir() {
+            return Ok(());
+        }
+        fs::create_dir_all(&self.dir).map_err(|e| self.io(&self.dir, e))?;
+        fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o1777)).map_err(|e| self.io(&self.dir, e))
+    }
+
+    /// Locks the record (creating the folder if needed), waiting at most
+    /// `wait` for another placement.
+    pub fn lock(&self, wait: Duration) -> Result<Locked<'_>, LedgerError> {
+        self.create()?;
+        let path = self.dir.join(".lock");
+        match FileLock::acquire(&path, wait) {
+            Ok(Some(l)) => Ok(Locked { ledger: self, _lock: l }),
+            Ok(None) => Err(LedgerError::Busy { path, secs: wait.as_secs() }),
+            Err(e) => Err(self.io(&path, e)),
+        }
+    }
+
+    fn entry_path(&self, pid: i32) -> PathBuf {
+        self.dir.join(format!("{pid}.json"))
+    }
+
+    /// Removes the entry of `pid` (a missing one is not an error): what a
+    /// job's end does where it can.
+    pub fn remove(&self, pid: i32) -> Result<(), LedgerError> {
+        let p = self.entry_path(pid);
+        files::remove_durable(&p).map_err(|e| self.io(&p, e))
+    }
+
+    /// Every entry whose file reads, without checking the processes
+    /// (files that are not entries are skipped).
+    pub fn read_all(&self) -> Result<Vec<Entry>, LedgerError> {
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io(&self.dir, e)),
+        };
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_suffix(".json")).and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // Small files only: an entry is a few hundred bytes.
+            let Ok(text) = fs::read(e.path()) else { continue };
+            if text.len() > 64 * 1024 {
+                continue;
+            }
+            if let Ok(entry) = serde_json::from_slice::<Entry>(&text) {
+                if entry.pid == pid {
+                    out.push(entry);
+                }
+            }
+        }
+        out.sort_by_key(|e| e.pid);
+        Ok(out)
+    }
+}
+
+/// Whether the process of `e` still runs (same pid, same start time, not
+/// a zombie), read through `sys`.
+pub fn is_running(sys: &SysRoot, e: &Entry) -> bool {
+    matches!(procs::read_proc_stat(sys, e.pid), Ok(Some(st)) if st.start_ticks == e.start_ticks && st.state != 'Z')
+}
+
+impl Locked<'_> {
+    /// The entries of processes that still run; the files of ended ones
+    /// are removed (where the folder lets this user).
+    pub fn live(&self, sys: &SysRoot) -> Result<Vec<Entry>, LedgerError> {
+        let mut live = Vec::new();
+        for e in self.ledger.read_all()? {
+            if is_running(sys, &e) {
+                live.push(e);
+            } else {
+                let _ = fs::remove_file(self.ledger.entry_path(e.pid));
+            }
+        }
+        Ok(live)
+    }
+
+    /// Adds (or replaces) the entry of `e.pid`.
+    pub fn record(&self, e: &Entry) -> Result<(), LedgerError> {
+        let p = self.ledger.entry_path(e.pid);
+        let text = serde_json::to_vec(e).map_err(|x| self.ledger.io(&p, std::io::Error::other(x)))?;
+        files::write_atomic(&p, &text).map_err(|x| self.ledger.io(&p, x))?;
+        // write_atomic's 0644 less the umask is fine: entries are read by all.
+        Ok(())
+    }
+
+    /// Removes the entry of `pid`.
+    pub fn remove(&self, pid: i32) -> Result<(), LedgerError> {
+        self.ledger.remove(pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pid: i32, start: u64) -> Entry {
+        Entry {
+            pid,
+            start_ticks: start,
+            job: "test".into(),
+            claims: vec![Claim { node: 1, cpus: 2, mem_bytes: 1 << 30 }],
+            placed_unix: 1,
+        }
+    }
+
+    fn proc_root(d: &Path, pid: i32, start: u64, state: char) {
+        let p = d.join(format!("proc/{pid}"));
+        fs::create_dir_all(&p).unwrap();
+        // Fields 1..24: pid (comm) state ppid ... starttime (22) ... rss (24).
+        let line = format!("{pid} (job) {state} 1 0 0 0 0 0 0 0 0 0 5 5 0 0 20 0 1 0 {start} 0 10\n");
+        fs::write(p.join("stat"), line).unwrap();
+    }
+
+    #[test]
+    fn live_entries_stay_ended_and_reused_pids_are_forgotten() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        proc_root(&root, 10, 500, 'S'); // runs
+        proc_root(&root, 11, 999, 'S'); // pid reused: another start time
+        proc_root(&root, 12, 700, 'Z'); // ended, not reaped yet
+        let sys = SysRoot::at(&root);
+        let l = Ledger::new(d.path().join("jobs"));
+        let g = l.lock(Duration::from_millis(50)).unwrap();
+        for e in [entry(10, 500), entry(11, 600), entry(12, 700), entry(13, 800)] {
+            g.record(&e).unwrap();
+        }
+        assert_eq!(g.live(&sys).unwrap(), vec![entry(10, 500)]);
+        // The ended ones' files are gone; the live one's stays.
+        assert_eq!(l.read_all().unwrap(), vec![entry(10, 500)]);
+        let mode = fs::metadata(l.dir()).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o1777);
+    }
+
+    #[test]
+    fn garbage_and_misnamed_files_are_not_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path());
+        fs::write(d.path().join("5.json"), "not json").unwrap();
+        fs::write(d.path().join("6.json"), serde_json::to_vec(&entry(7, 1)).unwrap()).unwrap();
+        fs::write(d.path().join("notes.txt"), "x").unwrap();
+        fs::write(d.path().join("8.json"), serde_json::to_vec(&entry(8, 1)).unwrap()).unwrap();
+        assert_eq!(l.read_all().unwrap(), vec![entry(8, 1)]);
+        assert!(Ledger::new(d.path().join("missing")).read_all().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_second_placement_waits_for_the_lock() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path());
+        let held = l.lock(Duration::from_millis(10)).unwrap();
+        let e = l.lock(Duration::from_millis(20)).unwrap_err();
+        assert!(e.to_string().contains("another placement on this host held the lock"), "{e}");
+        drop(held);
+        l.lock(Duration::from_millis(10)).unwrap();
+    }
+}

@@ -1,0 +1,387 @@
+//! Placing one task of a batch job: [`decide_task`] is the pure decision
+//! from the machine, the CPUs the task was given and the nodes' loads;
+//! [`place_task`] reads those, decides, records the placement in the job
+//! ledger and applies it to the calling process (the task itself, just
+//! before it execs the job's program, which inherits it); and
+//! [`exclude_from_daemon`] keeps a `none` job out of a running daemon's
+//! reach.
+//!
+//! The CPUs a batch system gave are never widened: when the task's
+//! affinity is narrower than the host's allowed CPUs (Slurm's
+//! `task/affinity` or `task/cgroup` bound it), every mode chooses within
+//! them; when it is the whole host (`task/none`, HTCondor's default), `auto`
+//! chooses among all nodes from their load and the ledger.
+
+use std::time::Duration;
+
+use super::ledger::{Claim, Entry, Ledger, Locked, LOCK_WAIT};
+use super::load::{self, LoadSource};
+use super::mode::{JobMode, Site};
+use crate::act;
+use crate::daemon::ctl::{Client, ClientError};
+use crate::daemon::protocol::Target;
+use crate::place::auto::{self, AutoRequest, NodeLoad};
+use crate::place::{nearest_memory_nodes, MemMode, MemPolicy, Plan};
+use crate::sets::{numactl::SetSpec, CpuSet, Node, NodeSet};
+use crate::sys::SysRoot;
+use crate::topo::Topology;
+
+/// One task as the batch system describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// For people and the ledger: `slurm job 42.0 task 1`.
+    pub label: String,
+    /// CPUs the task needs (Slurm's `--cpus-per-task`; at least 1).
+    pub cpus: u32,
+    /// Memory the task needs, bytes (0: not said).
+    pub mem_bytes: u64,
+    /// CPUs never given to it (kept for the system).
+    pub reserve: CpuSet,
+}
+
+/// A job that cannot be placed as asked: the job fails with this line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    /// What the user asked for cannot be had (bad or unsatisfiable
+    /// value).
+    #[error("{0}")]
+    Request(String),
+    /// `auto` finds no node(s) with the idle CPUs and free memory the
+    /// task needs now (a wrapper may wait and try again).
+    #[error("{0}")]
+    NoFit(String),
+    /// Reading or changing the system failed.
+    #[error("{0}")]
+    System(String),
+}
+
+/// What [`decide_task`] chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskDecision {
+    /// The rule of `auto` that chose (`None` for the other modes).
+    pub rule: Option<auto::Rule>,
+    /// What to apply (`None`: nothing).
+    pub plan: Option<Plan>,
+    /// The nodes chosen (empty: none).
+    pub nodes: NodeSet,
+    /// Why, in one sentence with the numbers.
+    pub reason: String,
+    /// What the ledger records (empty: nothing to record).
+    pub claims: Vec<Claim>,
+}
+
+/// What [`place_task`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// The decision applied.
+    pub decision: TaskDecision,
+    /// Something the user should read although the task runs (one line).
+    pub warning: Option<String>,
+}
+
+/// The memory nodes for a set of CPU nodes: each node itself when it has
+/// memory, else its nearest memory nodes.
+fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
+    nodes.iter().fold(NodeSet::new(), |acc, n| {
+        let own = topo.node(n).is_some_and(|x| x.has_memory) && topo.allowed.nodes.contains(n);
+        if own {
+            let mut a = acc;
+            a.insert(n);
+            a
+        } else {
+            acc.union(&nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes))
+        }
+    })
+}
+
+/// Decides a task's placement (pure). `given` is the task's CPU affinity
+/// now; `loads` the nodes' loads with the ledger's claims already taken
+/// off (see [`load::with_claims`]); with a `given` narrower than the
+/// host's allowed CPUs the task is bound already and only `given` is
+/// used, all of it counted idle (the batch system gave those CPUs to this
+/// job).
+pub fn decide_task(
+    topo: &Topology,
+    mode: &JobMode,
+    given: &CpuSet,
+    loads: &[NodeLoad],
+    task: &TaskInfo,
+) -> Result<TaskDecision, JobError> {
+    let given = given.intersection(&topo.allowed.cpus);
+    if given.is_empty() {
+        return Err(JobError::System(format!(
+            "{}: its CPUs are outside this host's allowed CPUs ({})",
+            task.label,
+            topo.allowed.cpus.to_list()
+        )));
+    }
+    let given_nodes = topo.nodes_of_cpus(&given);
+    let bound = given != topo.allowed.cpus;
+    let none =
+        |reason: String| TaskDecision { rule: None, plan: None, nodes: NodeSet::new(), reason, claims: Vec::new() };
+    match mode {
+        JobMode::None => Ok(none("--numa=none: not placed".into())),
+        JobMode::Local => Ok(TaskDecision {
+            rule: None,
+            plan: Some(Plan {
+                cpus: None,
+                memory: Some(MemPolicy { mode: MemMode::Local, nodes: NodeSet::new(), balancing: false }),
+            }),
+            nodes: given_nodes.clone(),
+            reason: format!("--numa=local: memory from the node each thread runs on, CPUs {}", given.to_list()),
+            claims: Vec::new(),
+        }),
+        JobMode::Interleave => {
+            let mem = memory_for(topo, &given_nodes);
+            Ok(TaskDecision {
+                rule: None,
+                plan: Some(Plan {
+                    cpus: None,
+                    memory: Some(MemPolicy { mode: MemMode::Interleave, nodes: mem.clone(), balancing: false }),
+                }),
+                nodes: mem.clone(),
+                reason: format!(
+                    "--numa=interleave: memory interleaved over nodes {}, those of its CPUs {}",
+                    mem.to_list(),
+                    given.to_list()
+                ),
+                claims: Vec::new(),
+            })
+        }
+        JobMode::Nodes(list) => {
+            let typed = format!("--numa=nodes:{list}");
+            let nodes = SetSpec::<Node>::parse(list)
+                .map_err(|e| JobError::Request(format!("{typed}: {e}")))?
+                .resolve(&topo.allowed.nodes, None)
+                .map_err(|e| JobError::Request(format!("{typed}: {e}")))?;
+            if let Some(out) = nodes.iter().find(|n| !given_nodes.contains(*n)) {
+                return Err(JobError::Request(format!(
+                    "{typed}: node {out} is outside this task's allocation (CPUs {} on nodes {})",
+                    given.to_list(),
+                    given_nodes.to_list()
+                )));
+            }
+            let cpus = topo.cpus_of_nodes(&nodes).intersection(&given);
+            let mem = memory_for(topo, &nodes);
+            let claims = spread_claims(topo, &nodes, task);
+            Ok(TaskDecision {
+                rule: None,
+                plan: Some(Plan {
+                    cpus: Some(cpus.clone()),
+                    memory: Some(MemPolicy { mode: MemMode::Bind, nodes: mem.clone(), balancing: false }),
+                }),
+                nodes,
+                reason: format!("{typed}: CPUs {} and memory on nodes {}", cpus.to_list(), mem.to_list()),
+                claims,
+            })
+        }
+        JobMode::Auto => {
+            // Bound: every CPU given counts idle (they are this job's), and
+            // only those are candidates. Not bound: the host's loads.
+            let loads: Vec<NodeLoad> = if bound {
+                loads
+                    .iter()
+                    .map(|l| NodeLoad {
+                        idle_cpus: topo.node(l.node).map_or_else(CpuSet::new, |n| n.cpus.intersection(&given)),
+                        ..l.clone()
+                    })
+                    .collect()
+            } else {
+                loads.to_vec()
+            };
+            let reserve = topo.allowed.cpus.difference(&given).union(&task.reserve);
+            let cpus = task.cpus.max(1);
+            let req = AutoRequest { cpus, mem_bytes: task.mem_bytes, reserve };
+            match auto::decide(topo, &loads, &req) {
+                Ok(d) => {
+                    let claims = spread_claims(topo, &d.nodes, &TaskInfo { cpus, ..task.clone() });
+                    let within = if bound { format!(" (within its CPUs {})", given.to_list()) } else { String::new() };
+                    Ok(TaskDecision {
+                        rule: Some(d.rule),
+                        plan: Some(d.plan),
+                        nodes: d.nodes,
+                        reason: format!("--numa=auto{within}: {}", d.reason),
+                        claims,
+                    })
+                }
+                Err(refusal) => Err(JobError::NoFit(format!("--numa=auto: {refusal}"))),
+            }
+        }
+    }
+}
+
+/// The ledger's claims of a task on `nodes`: its CPUs and memory spread
+/// evenly (the remainder on the first nodes).
+fn spread_claims(topo: &Topology, nodes: &NodeSet, task: &TaskInfo) -> Vec<Claim> {
+    let ids: Vec<u32> = nodes.iter().filter(|n| topo.node(*n).is_some()).collect();
+    let k = ids.len().max(1) as u64;
+    ids.iter()
+        .enumerate()
+        .map(|(i, &node)| Claim {
+            node,
+            cpus: (u64::from(task.cpus) / k + u64::from((i as u64) < u64::from(task.cpus) % k)) as u32,
+            mem_bytes: task.mem_bytes / k + u64::from((i as u64) < task.mem_bytes % k),
+        })
+        .collect()
+}
+
+/// What a placement reads before deciding, with the ledger locked (so no
+/// other placement on the host records between the reading and
+/// [`commit`]).
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    /// The machine.
+    pub topo: Topology,
+    /// The CPUs the calling process runs on now (the whole allowed set
+    /// when `sys` is not the live system).
+    pub given: CpuSet,
+    /// The nodes' loads, the ledger's claims taken off.
+    pub loads: Vec<NodeLoad>,
+    /// Whose view of the load it is ([`load::HostLoad::source`]).
+    pub source: String,
+    /// What the caller should show although the task can be placed.
+    pub warnings: Vec<String>,
+    lock: Option<Locked<'a>>,
+}
+
+/// Reads what a placement of the calling process needs: the machine, its
+/// CPUs, the nodes' loads (the daemon's view at `site.socket`, else as
+/// `site.sample` says) and, on the live system, the placements in
+/// `ledger` (locked until the result is dropped or committed). A ledger
+/// that cannot be used costs only the coordination: a warning.
+pub fn prepare<'a>(sys: &SysRoot, site: &Site, ledger: &'a Ledger) -> Result<Prepared<'a>, JobError> {
+    let sys_err = |e: String| JobError::System(e);
+    let topo = Topology::read_nodes_only(sys).map_err(|e| sys_err(e.to_string()))?;
+    let mut warnings = Vec::new();
+    let (given, lock) = if sys.is_live() {
+        let given = act::get_affinity(act::Pid::SELF).map_err(|e| sys_err(e.to_string()))?;
+        let lock = match ledger.lock(LOCK_WAIT) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                warnings.push(format!("{e}: placed without knowing the other jobs' placements"));
+                None
+            }
+        };
+        (given, lock)
+    } else {
+        (topo.allowed.cpus.clone(), None)
+    };
+    let entries = match &lock {
+        Some(l) => l.live(sys).unwrap_or_else(|e| {
+            warnings.push(e.to_string());
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    let host = load::current(sys, &topo, &LoadSource { daemon: Some(&site.socket), sample: site.sample })
+        .map_err(|e| sys_err(e.to_string()))?;
+    warnings.extend(host.warning);
+    let mut loads = load::with_claims(&topo, &host.loads, &load::claims_of(sys, &entries));
+    // The daemon's reserved CPUs are never idle for a job.
+    for l in &mut loads {
+        l.idle_cpus = l.idle_cpus.difference(&host.reserved);
+    }
+    Ok(Prepared { topo, given, loads, source: host.source, warnings, lock })
+}
+
+/// Records `decision` in the ledger (when it claims anything and the
+/// ledger is held) as the calling process's placement, then applies it
+/// to the calling process. If applying fails the record is taken back.
+/// Returns the warnings to show.
+pub fn commit(
+    sys: &SysRoot,
+    prepared: Prepared<'_>,
+    decision: &TaskDecision,
+    label: &str,
+) -> Result<Vec<String>, JobError> {
+    let mut warnings = prepared.warnings;
+    let pid = std::process::id() as i32;
+    let mut recorded = None;
+    if let (Some(l), false) = (&prepared.lock, decision.claims.is_empty()) {
+        match crate::procs::read_proc_stat(sys, pid) {
+            Ok(Some(st)) => {
+                let e = Entry {
+                    pid,
+                    start_ticks: st.start_ticks,
+                    job: label.to_string(),
+                    claims: decision.claims.clone(),
+                    placed_unix: crate::units::unix_now() as u64,
+                };
+                match l.record(&e) {
+                    Ok(()) => recorded = Some(l),
+                    Err(x) => warnings.push(x.to_string()),
+                }
+            }
+            _ => warnings.push(format!("cannot read /proc/{pid}/stat: the placement is not recorded")),
+        }
+    }
+    if let Some(plan) = &decision.plan {
+        if let Err(e) = plan.apply() {
+            if let Some(l) = recorded {
+                let _ = l.remove(pid);
+            }
+            return Err(JobError::System(format!("cannot apply the placement ({}): {e}", decision.reason)));
+        }
+    }
+    Ok(warnings)
+}
+
+/// Places the calling process, a task of a batch job, as `mode` asks
+/// ([`prepare`], [`decide_task`], [`commit`]); `none` registers the
+/// process and `cgroup` with the daemon instead ([`exclude_from_daemon`]).
+pub fn place_task(
+    sys: &SysRoot,
+    site: &Site,
+    mode: &JobMode,
+    task: &TaskInfo,
+    cgroup: Option<&str>,
+) -> Result<Placed, JobError> {
+    if *mode == JobMode::None {
+        let warning = exclude_from_daemon(&site.socket, std::process::id() as i32, cgroup);
+        let decision = decide_task_none();
+        return Ok(Placed { decision, warning });
+    }
+    let ledger = Ledger::new(&site.ledger);
+    let prepared = prepare(sys, site, &ledger)?;
+    let decision = decide_task(&prepared.topo, mode, &prepared.given, &prepared.loads, task)?;
+    let warnings = commit(sys, prepared, &decision, &task.label)?;
+    Ok(Placed { decision, warning: (!warnings.is_empty()).then(|| warnings.join("; ")) })
+}
+
+fn decide_task_none() -> TaskDecision {
+    TaskDecision {
+        rule: None,
+        plan: None,
+        nodes: NodeSet::new(),
+        reason: "--numa=none: not placed, excluded from the daemon".into(),
+        claims: Vec::new(),
+    }
+}
+
+/// Registers `pid`, and `cgroup` when given (so its child processes
+/// follow), as excluded with the daemon at `socket` for as long as they
+/// live (the daemon drops them when they end). Returns a warning when it
+/// could not (no daemon, or it refused): a `none` job runs anyway.
+pub fn exclude_from_daemon(socket: &std::path::Path, pid: i32, cgroup: Option<&str>) -> Option<String> {
+    let client = Client::new(socket, Duration::from_secs(2));
+    let mut targets = vec![Target::Pid(pid)];
+    if let Some(cg) = cgroup.and_then(|c| Target::parse(&format!("cgroup:{c}")).ok()) {
+        targets.push(cg);
+    }
+    for t in targets {
+        match client.exclude(t) {
+            Ok(_) => {}
+            Err(ClientError::NoDaemon(..)) => {
+                return Some(format!(
+                    "no numakit daemon answers at {}: nothing to exclude the job from",
+                    socket.display()
+                ))
+            }
+            Err(e) => return Some(format!("the daemon did not exclude the job: {e}")),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::batch::load::{with_claims, NodeClaims};
+use crate::topo::synth::SynthMachine;
+
+/// Four nodes of two CPUs each (node `n` has CPUs `n` and `n + 4`), 4 GiB
+/// each.
+fn topo4() -> Topology {
+    let d = tempfile::tempdir().unwrap();
+    SynthMachine::rr_4n(8, 4096).write(d.path()).unwrap();
+    Topology::read_nodes_only(&SysRoot::at(d.path())).unwrap()
+}
+
+fn task(cpus: u32) -> TaskInfo {
+    TaskInfo { label: "slurm job 1.0 task 0".into(), cpus, mem_bytes: 0, reserve: CpuSet::new() }
+}
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).unwrap()
+}
+
+/// The ledger's claims of decisions made, as `load::claims_of` would
+/// count them for running jobs that have touched no memory yet.
+fn claims(ds: &[&TaskDecision]) -> BTreeMap<u32, NodeClaims> {
+    let mut out: BTreeMap<u32, NodeClaims> = BTreeMap::new();
+    for d in ds {
+        for c in &d.claims {
+            let n = out.entry(c.node).or_default();
+            n.jobs += 1;
+            n.cpus += c.cpus;
+            n.outstanding_bytes += c.mem_bytes;
+        }
+    }
+    out
+}
+
+#[test]
+fn unbound_jobs_started_together_get_different_nodes() {
+    let t = topo4();
+    let all = t.allowed.cpus.clone();
+    let base = auto::loads_of(&t, &all);
+    let mut made: Vec<TaskDecision> = Vec::new();
+    for _ in 0..4 {
+        let refs: Vec<&TaskDecision> = made.iter().collect();
+        let loads = with_claims(&t, &base, &claims(&refs));
+        made.push(decide_task(&t, &JobMode::Auto, &all, &loads, &task(1)).unwrap());
+    }
+    let nodes: Vec<String> = made.iter().map(|d| d.nodes.to_list()).collect();
+    assert_eq!(nodes, ["0", "1", "2", "3"], "one single-CPU job per node while nodes are free");
+    for d in &made {
+        let p = d.plan.as_ref().unwrap();
+        let n = d.nodes.first().unwrap();
+        assert_eq!(p.cpus.as_ref().unwrap(), &t.node(n).unwrap().cpus);
+        let m = p.memory.as_ref().unwrap();
+        assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Bind, n.to_string()));
+        assert_eq!(d.claims, vec![Claim { node: n, cpus: 1, mem_bytes: 0 }]);
+    }
+    // Four more fill the second CPU of each node; a ninth does not fit.
+    for _ in 0..4 {
+        let refs: Vec<&TaskDecision> = made.iter().collect();
+        let loads = with_claims(&t, &base, &claims(&refs));
+        made.push(decide_task(&t, &JobMode::Auto, &all, &loads, &task(1)).unwrap());
+    }
+    let refs: Vec<&TaskDecision> = made.iter().collect();
+    let loads = with_claims(&t, &base, &claims(&refs));
+    let e = decide_task(&t, &JobMode::Auto, &all, &loads, &task(1)).unwrap_err();
+    assert!(matches!(&e, JobError::NoFit(m) if m.starts_with("--numa=auto: the job needs 1 CPUs")), "{e}");
+}
+
+#[test]
+fn a_bound_task_is_never_widened() {
+    let t = topo4();
+    let loads = auto::loads_of(&t, &CpuSet::new()); // every CPU busy: irrelevant when bound
+                                                    // Slurm bound the task to CPU 6 (node 2).
+    let d = decide_task(&t, &JobMode::Auto, &cpus("6"), &loads, &task(1)).unwrap();
+    let p = d.plan.unwrap();
+    assert_eq!(p.cpus.unwrap(), cpus("6"));
+    assert_eq!(p.memory.unwrap().nodes.to_list(), "2");
+    assert!(d.reason.contains("within its CPUs 6"), "{}", d.reason);
+    // Given CPUs on nodes 1 and 2, a 2-CPU task: node group, inside them.
+    let d = decide_task(&t, &JobMode::Auto, &cpus("1,2"), &loads, &task(2)).unwrap();
+    assert_eq!(d.plan.unwrap().cpus.unwrap(), cpus("1,2"));
+    assert_eq!(d.nodes.to_list(), "1-2");
+}
+
+#[test]
+fn tasks_of_a_step_spread_over_its_nodes_by_free_memory() {
+    let t = topo4();
+    let given = cpus("0-1,4-5"); // nodes 0 and 1, two CPUs each
+    let mut base = auto::loads_of(&t, &t.allowed.cpus);
+    base[0].free_bytes = 1 << 30;
+    base[1].free_bytes = 3 << 30;
+    let first = decide_task(&t, &JobMode::Auto, &given, &base, &task(1)).unwrap();
+    assert_eq!(first.nodes.to_list(), "1", "the node with more free memory first");
+    let loads = with_claims(&t, &base, &claims(&[&first]));
+    let second = decide_task(&t, &JobMode::Auto, &given, &loads, &task(1)).unwrap();
+    assert_eq!(second.nodes.to_list(), "0", "then the node no task of numakit's holds");
+    assert_eq!(second.plan.unwrap().cpus.unwrap(), cpus("0,4"));
+}
+
+#[test]
+fn a_node_list_must_be_inside_the_allocation() {
+    let t = topo4();
+    let loads = auto::loads_of(&t, &t.allowed.cpus);
+    let given = cpus("0-1,4-5");
+    let e = decide_task(&t, &JobMode::Nodes("3".into()), &given, &loads, &task(1)).unwrap_err();
+    assert_eq!(
+        e,
+        JobError::Request(
+            "--numa=nodes:3: node 3 is outside this task's allocation (CPUs 0-1,4-5 on nodes 0-1)".into()
+        )
+    );
+    let e = decide_task(&t, &JobMode::Nodes("9".into()), &given, &loads, &task(1)).unwrap_err();
+    assert!(matches!(&e, JobError::Request(m) if m.starts_with("--numa=nodes:9: ")), "{e}");
+    let d = decide_task(&t, &JobMode::Nodes("1".into()), &given, &loads, &task(1)).unwrap();
+    let p = d.plan.unwrap();
+    assert_eq!(p.cpus.unwrap(), cpus("1,5"));
+    assert_eq!(p.memory.unwrap().nodes.to_list(), "1");
+}
+
+#[test]
+fn local_interleave_and_none_leave_the_cpus_alone() {
+    let t = topo4();
+    let loads = auto::loads_of(&t, &t.allowed.cpus);
+    let given = cpus("2-3");
+    let d = decide_task(&t, &JobMode::Local, &given, &loads, &task(1)).unwrap();
+    let p = d.plan.unwrap();
+    assert_eq!((p.cpus, p.memory.unwrap().mode), (None, MemMode::Local));
+    let d = decide_task(&t, &JobMode::Interleave, &given, &loads, &task(1)).unwrap();
+    let m = d.plan.unwrap().memory.unwrap();
+    assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Interleave, "2-3".to_string()));
+    let d = decide_task(&t, &JobMode::None, &given, &loads, &task(1)).unwrap();
+    assert!(d.plan.is_none() && d.claims.is_empty());
+}
+
+#[test]
+fn claims_spread_a_multi_node_placement() {
+    let t = topo4();
+    let c = spread_claims(&t, &NodeSet::parse_list("0-2").unwrap(), &TaskInfo { mem_bytes: 10, ..task(5) });
+    let got: Vec<(u32, u32, u64)> = c.iter().map(|c| (c.node, c.cpus, c.mem_bytes)).collect();
+    assert_eq!(got, [(0, 2, 4), (1, 2, 3), (2, 1, 3)]);
+}
