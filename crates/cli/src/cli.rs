@@ -113,10 +113,12 @@ pub struct RunArgs {
     /// Make `all`, `!` and `+` refer to every node and CPU, not only the cpuset's.
     #[arg(long, short = 'a')]
     pub all: bool,
-    /// Let numakit choose the node(s) from idle CPUs and free memory.
-    #[arg(long, requires = "cpus", conflicts_with_all = ["cpunodebind", "physcpubind", "membind", "preferred", "preferred_many", "interleave", "weighted_interleave", "localalloc"])]
+    /// Let numakit choose the node(s) from idle CPUs, free memory and the jobs it placed.
+    #[arg(long, conflicts_with_all = ["cpunodebind", "physcpubind", "membind", "preferred", "preferred_many", "interleave", "weighted_interleave", "localalloc"])]
     pub auto: bool,
-    /// With --auto: CPUs the job needs.
+    /// With --auto: CPUs the job needs [default: the batch system's count (SLURM_CPUS_PER_TASK,
+    /// HTCondor's machine ad, LSB_MCPU_HOSTS, NCPUS, PBS_NUM_PPN), else the CPUs numakit may
+    /// run on when the batch system narrowed them, else 1].
     #[arg(long, value_name = "N", requires = "auto")]
     pub cpus: Option<u32>,
     /// With --auto: memory the job needs (bytes, or with K, M, G, T suffix).
@@ -125,6 +127,20 @@ pub struct RunArgs {
     /// With --auto: CPUs kept for the OS, never given to the job.
     #[arg(long, value_name = "CPUS", requires = "auto")]
     pub reserve: Option<String>,
+    /// With --auto: when nothing fits now, wait up to this long for a fit (90, 30s, 10m, 2h)
+    /// instead of exiting 75 at once.
+    #[arg(long, value_name = "DURATION", requires = "auto")]
+    pub wait: Option<String>,
+    /// With --auto: the host's record of the placements numakit made, shared by all jobs.
+    #[arg(long, value_name = "DIR", requires = "auto", default_value = numakit::batch::ledger::DEFAULT_DIR)]
+    pub ledger: PathBuf,
+    /// Keep the command out of a running `numakit daemon`'s reach while it runs: by its pid, or
+    /// by its cgroup and so with every process it starts (for a batch job in its own cgroup).
+    #[arg(long, value_name = "BY", num_args = 0..=1, default_missing_value = "pid", value_parser = ["pid", "cgroup"])]
+    pub exclude_from_daemon: Option<String>,
+    /// The daemon's control socket (for --auto's view of the load and --exclude-from-daemon).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
     /// Print the decision and the equivalent numactl command; run nothing.
     #[arg(long)]
     pub dry_run: bool,

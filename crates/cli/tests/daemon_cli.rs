@@ -276,3 +276,59 @@ fn slow_idle_and_oversized_clients_do_not_hold_the_socket() {
     stop(child);
     eprintln!("HOSTILE|control socket|8 idle and 1 slow client while ctl status runs; a 100 kB request|3|0");
 }
+
+/// What the daemon's status lists as excluded.
+fn excluded(cfg: &Path) -> serde_json::Value {
+    let o = nk(&["ctl", "--config", cfg.to_str().expect("utf8"), "status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("status JSON");
+    v["excluded"].clone()
+}
+
+#[test]
+fn batch_job_exclusions_end_with_the_job() {
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "");
+    let child = start(&cfg, d.path());
+    let s = d.path().join("d.sock");
+    let s = s.to_str().expect("utf8");
+    // A cgroup that exists (the root's folder is there on every host) and
+    // one that does not (a job that ended): the scan drops the second.
+    for t in ["cgroup:/", "cgroup:/job_that_ended_42"] {
+        let o = nk(&["ctl", "--socket", s, "exclude", t]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    one_line_error(&nk(&["ctl", "--socket", s, "exclude", "cgroup:job_1"]), 2, "invalid cgroup \"cgroup:job_1\"");
+    // A job wrapper's process: excluded by pid while the command runs.
+    let mut job = Command::new(NK)
+        .args(["run", "--exclude-from-daemon", "--socket", s, "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let pid = job.id();
+    let t = Instant::now();
+    loop {
+        let ex = excluded(&cfg);
+        let pids: Vec<u64> = ex["pids"].as_array().map_or(vec![], |a| a.iter().filter_map(|p| p.as_u64()).collect());
+        if pids.contains(&u64::from(pid)) && ex["cgroups"] == serde_json::json!(["/"]) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "not both excluded and dropped: {ex}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The job ends: its pid leaves the list at the next scan.
+    job.kill().expect("kill");
+    job.wait().expect("wait");
+    let t = Instant::now();
+    while excluded(&cfg)["pids"].as_array().is_some_and(|a| !a.is_empty()) {
+        assert!(t.elapsed() < Duration::from_secs(10), "the ended job's pid stayed: {}", excluded(&cfg));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop(child);
+    // Without a daemon the wrapper warns and runs the command.
+    let o = nk(&["run", "--exclude-from-daemon", "--socket", "/nonexistent.sock", "--", "true"]);
+    assert!(o.status.success());
+    assert_eq!(
+        text(&o.stderr).trim(),
+        "numakit: no numakit daemon answers at /nonexistent.sock: nothing to exclude the job from"
+    );
+}

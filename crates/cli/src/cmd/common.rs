@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use numakit::act;
-use numakit::daemon::ctl::{Client, ClientError};
+use numakit::batch::load::{self, LoadSource};
 use numakit::daemon::settings::Settings;
 use numakit::place::auto::{self, AutoDecision, AutoRequest, NodeLoad};
 use numakit::place::Plan;
@@ -142,34 +142,21 @@ pub fn self_policy(topo: &Topology) -> Result<SelfPolicy, Failure> {
 
 /// The nodes' loads: from the running daemon's last scan when it answers
 /// on its socket, else sampled now (`/proc/stat` over 200 ms, a CPU idle
-/// half that time counts as idle). Returns the loads, the CPUs the daemon
-/// reserves, and whose view it is.
+/// half that time counts as idle); see [`numakit::batch::load::current`].
+/// Returns the loads, the CPUs the daemon reserves, and whose view it is.
 pub fn node_loads(
     sys: &SysRoot,
     topo: &Topology,
     socket: Option<&PathBuf>,
     no_daemon: bool,
 ) -> Result<(Vec<NodeLoad>, CpuSet, String), Failure> {
-    if !no_daemon && sys.is_live() {
-        let path = socket.cloned().unwrap_or_else(|| Settings::default().socket);
-        let daemon = Client::new(&path, Duration::from_secs(5));
-        let view = daemon.node_view().and_then(|v| {
-            let loads = v.loads.iter().map(|l| l.to_load()).collect::<Result<Vec<_>, _>>();
-            let reserved = CpuSet::parse_list(&v.reserved).map_err(|e| format!("reserved CPUs {:?}: {e}", v.reserved));
-            loads.and_then(|l| Ok((l, reserved?))).map_err(ClientError::Io)
-        });
-        match view {
-            Ok((loads, reserved)) => return Ok((loads, reserved, format!("daemon ({})", path.display()))),
-            Err(ClientError::NoDaemon(..)) => {}
-            Err(ClientError::Refused(why)) => {
-                eprintln!("numakit: the daemon at {} did not give its view ({why}); sampling now", path.display())
-            }
-            Err(e) => eprintln!("numakit: {e}; sampling now"),
-        }
+    let path = socket.cloned().unwrap_or_else(|| Settings::default().socket);
+    let how = LoadSource { daemon: (!no_daemon).then_some(path.as_path()), sample: Some(Duration::from_millis(200)) };
+    let host = load::current(sys, topo, &how).map_err(|e| Failure::system(e.to_string()))?;
+    if let Some(w) = host.warning {
+        eprintln!("numakit: {w}; sampling now");
     }
-    let idle = numakit::stats::cpu::idle_cpus_over(sys, Duration::from_millis(200), 0.5)
-        .map_err(|e| Failure::system(e.to_string()))?;
-    Ok((auto::loads_of(topo, &idle), CpuSet::new(), "sampled now".into()))
+    Ok((host.loads, host.reserved, host.source))
 }
 
 /// The advice for `req`, or why the job cannot be placed now, and whose

@@ -2,15 +2,19 @@
 //! process, then exec the command (so its exit status and signals are the
 //! command's own, and the placement holds for everything it forks).
 
-use clap::ArgMatches;
-use numakit::place::auto::{AutoRequest, EX_TEMPFAIL};
-use numakit::place::{Context, OptKind, PolicyOpt, Request};
+use std::time::{Duration, Instant};
 
+use clap::ArgMatches;
+use numakit::batch::{self, ledger::Ledger, JobError, JobMode, Site, TaskInfo};
+use numakit::daemon::settings::Settings;
+use numakit::place::auto::EX_TEMPFAIL;
+use numakit::place::{Context, OptKind, PolicyOpt, Request};
+use numakit::procs;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
 use super::common::{
-    advise, apply_and_exec, kernel_version, parse_reserve, parse_size, read_error, refuse_dump, shell_words,
+    apply_and_exec, exec, kernel_version, parse_reserve, parse_size, read_error, refuse_dump, shell_words,
 };
 use crate::cli::RunArgs;
 use crate::Failure;
@@ -45,8 +49,9 @@ pub fn request_from(args: &RunArgs, m: &ArgMatches) -> Request {
 pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> {
     refuse_dump(sys, args.dry_run)?;
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
+    let socket = args.socket.clone().unwrap_or_else(|| Settings::default().socket);
     if args.auto {
-        return run_auto(sys, &topo, args);
+        return run_auto(sys, &topo, args, &socket);
     }
     let req = request_from(args, m);
     let plan = req
@@ -61,31 +66,111 @@ pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> 
         outln!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));
         return Ok(0);
     }
+    exclude(sys, args, &socket)?;
     apply_and_exec(&plan, &args.command)
 }
 
-fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs) -> anyhow::Result<u8> {
+/// `--exclude-from-daemon`: registers this process (which the command
+/// replaces, keeping the pid) or its cgroup with the daemon. No daemon is
+/// a warning: the command runs anyway.
+fn exclude(sys: &SysRoot, args: &RunArgs, socket: &std::path::Path) -> Result<(), Failure> {
+    let Some(by) = &args.exclude_from_daemon else { return Ok(()) };
+    let pid = std::process::id() as i32;
+    let cgroup = if by == "cgroup" {
+        match procs::cgroup::read_path(sys, pid).map_err(|e| Failure::system(e.to_string()))? {
+            Some(p) if p != "/" => Some(p),
+            _ => {
+                return Err(Failure::usage(
+                    "--exclude-from-daemon=cgroup: this process is in no cgroup v2 of its own (use --exclude-from-daemon=pid)",
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(w) = batch::exclude_from_daemon(socket, pid, cgroup.as_deref()) {
+        eprintln!("numakit: {w}");
+    }
+    Ok(())
+}
+
+/// The CPUs the job needs: `--cpus`, else the batch system's count, else
+/// the CPUs this process may use when narrower than the machine, else 1;
+/// and where the number came from.
+fn job_cpus(args: &RunArgs, topo: &Topology) -> Result<(u32, String), Failure> {
+    if let Some(n) = args.cpus {
+        if n == 0 {
+            return Err(Failure::usage("--cpus 0: a job needs at least one CPU"));
+        }
+        return Ok((n, "--cpus".into()));
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string());
+    let var = |k: &str| std::env::var(k).ok();
+    let file = |p: &str| std::fs::read_to_string(p).ok();
+    if let Some(found) = batch::env::cpus_from_env(&var, &file, host.as_deref()) {
+        return Ok(found);
+    }
+    if let Ok(mine) = numakit::act::get_affinity(numakit::act::Pid::SELF) {
+        let mine = mine.intersection(&topo.allowed.cpus);
+        if !mine.is_empty() && mine != topo.allowed.cpus {
+            return Ok((mine.len() as u32, format!("the CPUs this job may use ({})", mine.to_list())));
+        }
+    }
+    Ok((1, "no batch system's count: 1".into()))
+}
+
+fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::Path) -> anyhow::Result<u8> {
     let mem_bytes = match &args.mem {
         Some(s) => parse_size(s)?,
         None => 0,
     };
     let reserve = parse_reserve(topo, args.reserve.as_ref())?;
-    let req = AutoRequest { cpus: args.cpus.unwrap_or(1), mem_bytes, reserve };
-    // The nodes' idle CPUs and free memory: the running daemon's view when
-    // it answers, else sampled now (see `numakit advise`).
-    let (decision, _source) = advise(sys, topo, req, None, false)?;
-    let d = match decision {
-        Ok(d) => d,
-        Err(refusal) => {
-            eprintln!("numakit: cannot place the job now: {refusal}");
-            return Ok(EX_TEMPFAIL);
+    let wait = match &args.wait {
+        Some(w) => numakit::units::parse_duration(w).map_err(|e| Failure::usage(format!("--wait: {e}")))?,
+        None => Duration::ZERO,
+    };
+    let (cpus, cpus_from) = job_cpus(args, topo)?;
+    let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve };
+    // Sampled now unless the daemon answers: 200 ms of /proc/stat.
+    let site = Site {
+        socket: socket.to_path_buf(),
+        ledger: args.ledger.clone(),
+        sample: Some(Duration::from_millis(200)),
+        ..Site::default()
+    };
+    let ledger = Ledger::new(&site.ledger);
+    let end = Instant::now() + wait;
+    let (prepared, d) = loop {
+        let prepared = batch::prepare(sys, &site, &ledger).map_err(|e| Failure::system(e.to_string()))?;
+        match batch::decide_task(&prepared.topo, &JobMode::Auto, &prepared.given, &prepared.loads, &task) {
+            Ok(d) => break (prepared, d),
+            Err(JobError::NoFit(why)) => {
+                drop(prepared);
+                if Instant::now() >= end {
+                    let why = why.strip_prefix("--numa=auto: ").unwrap_or(&why);
+                    let waited = if wait.is_zero() { String::new() } else { format!(" after waiting {:?}", wait) };
+                    eprintln!("numakit: cannot place the job now{waited}: {why}");
+                    return Ok(EX_TEMPFAIL);
+                }
+                std::thread::sleep(Duration::from_secs(1).min(end.saturating_duration_since(Instant::now())));
+            }
+            Err(e) => return Err(Failure::usage(e.to_string()).into()),
         }
     };
+    for w in &prepared.warnings {
+        eprintln!("numakit: {w}");
+    }
+    let plan = d.plan.clone().unwrap_or_default();
     if args.dry_run {
-        outln!("decision: node(s) {} ({:?})", d.nodes.to_list(), d.rule);
-        outln!("reason: {}", d.reason);
-        outln!("numactl: numactl {} {}", d.plan.numactl_args().join(" "), shell_words(&args.command));
+        let rule = d.rule.map_or(String::new(), |r| format!(" ({r:?})"));
+        outln!("decision: node(s) {}{rule}", d.nodes.to_list());
+        outln!("reason: {}", d.reason.strip_prefix("--numa=auto: ").unwrap_or(&d.reason));
+        outln!("cpus: {cpus} ({cpus_from})");
+        outln!("view: {}", prepared.source);
+        outln!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));
         return Ok(0);
     }
-    apply_and_exec(&d.plan, &args.command)
+    exclude(sys, args, socket)?;
+    batch::commit(sys, prepared, &d, "run --auto").map_err(|e| Failure::system(e.to_string()))?;
+    exec(&args.command)
 }
