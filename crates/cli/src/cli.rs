@@ -131,6 +131,14 @@ pub struct RunArgs {
     /// instead of exiting 75 at once.
     #[arg(long, value_name = "DURATION", requires = "auto")]
     pub wait: Option<String>,
+    /// With --auto: when nothing fits (after --wait), exit 75 so the batch system can keep the job
+    /// pending, or run the command unplaced with a line on stderr saying so.
+    #[arg(long, value_name = "WHAT", requires = "auto", default_value = "exit", value_parser = ["exit", "run"])]
+    pub if_no_fit: String,
+    /// With --auto and no daemon answering: how long to sample the CPUs' use (a CPU idle half that
+    /// time is idle); 0 counts only the jobs in the ledger as load, as a batch system counts CPUs.
+    #[arg(long, value_name = "DURATION", requires = "auto", default_value = "200ms")]
+    pub sample: String,
     /// With --auto: the host's record of the placements numakit made, shared by all jobs.
     #[arg(long, value_name = "DIR", requires = "auto", default_value = numakit::batch::ledger::DEFAULT_DIR)]
     pub ledger: PathBuf,

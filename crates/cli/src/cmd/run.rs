@@ -129,13 +129,13 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
         Some(w) => numakit::units::parse_duration(w).map_err(|e| Failure::usage(format!("--wait: {e}")))?,
         None => Duration::ZERO,
     };
+    let sample = numakit::units::parse_duration(&args.sample).map_err(|e| Failure::usage(format!("--sample: {e}")))?;
     let (cpus, cpus_from) = job_cpus(args, topo)?;
     let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve };
-    // Sampled now unless the daemon answers: 200 ms of /proc/stat.
     let site = Site {
         socket: socket.to_path_buf(),
         ledger: args.ledger.clone(),
-        sample: Some(Duration::from_millis(200)),
+        sample: (!sample.is_zero()).then_some(sample),
         ..Site::default()
     };
     let ledger = Ledger::new(&site.ledger);
@@ -149,6 +149,11 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
                 if Instant::now() >= end {
                     let why = why.strip_prefix("--numa=auto: ").unwrap_or(&why);
                     let waited = if wait.is_zero() { String::new() } else { format!(" after waiting {:?}", wait) };
+                    if args.if_no_fit == "run" && !args.dry_run {
+                        eprintln!("numakit: cannot place the job{waited}: {why}: running it unplaced");
+                        exclude(sys, args, socket)?;
+                        return exec(&args.command);
+                    }
                     eprintln!("numakit: cannot place the job now{waited}: {why}");
                     return Ok(EX_TEMPFAIL);
                 }
