@@ -112,7 +112,7 @@ fn job_cpus(args: &RunArgs, topo: &Topology) -> Result<(u32, String), Failure> {
     }
     if let Ok(mine) = numakit::act::get_affinity(numakit::act::Pid::SELF) {
         let mine = mine.intersection(&topo.allowed.cpus);
-        if !mine.is_empty() && mine != topo.allowed.cpus {
+        if !mine.is_empty() && mine != topo.cpus_of_nodes(&topo.node_ids()) {
             return Ok((mine.len() as u32, format!("the CPUs this job may use ({})", mine.to_list())));
         }
     }

@@ -7,10 +7,11 @@
 //! reach.
 //!
 //! The CPUs a batch system gave are never widened: when the task's
-//! affinity is narrower than the host's allowed CPUs (Slurm's
-//! `task/affinity` or `task/cgroup` bound it), every mode chooses within
-//! them; when it is the whole host (`task/none`, HTCondor's default), `auto`
-//! chooses among all nodes from their load and the ledger.
+//! affinity is narrower than the machine's CPUs (Slurm's `task/affinity`
+//! or `task/cgroup` bound it, a cpuset confines it), every mode chooses
+//! within them, all of them counted as the job's own; when it is the whole
+//! machine (`task/none`, HTCondor's default), `auto` chooses among all
+//! nodes from their load and the ledger.
 
 use std::time::Duration;
 
@@ -97,9 +98,8 @@ fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
 /// Decides a task's placement (pure). `given` is the task's CPU affinity
 /// now; `loads` the nodes' loads with the ledger's claims already taken
 /// off (see [`load::with_claims`]); with a `given` narrower than the
-/// host's allowed CPUs the task is bound already and only `given` is
-/// used, all of it counted idle (the batch system gave those CPUs to this
-/// job).
+/// machine's CPUs the task is bound already and only `given` is used, all
+/// of it counted idle (the batch system gave those CPUs to this job).
 pub fn decide_task(
     topo: &Topology,
     mode: &JobMode,
@@ -116,7 +116,9 @@ pub fn decide_task(
         )));
     }
     let given_nodes = topo.nodes_of_cpus(&given);
-    let bound = given != topo.allowed.cpus;
+    // Bound: narrower than every CPU of the machine (an affinity, or a
+    // cpuset, which is also what the topology's allowed set was read from).
+    let bound = given != topo.cpus_of_nodes(&topo.node_ids());
     let none =
         |reason: String| TaskDecision { rule: None, plan: None, nodes: NodeSet::new(), reason, claims: Vec::new() };
     match mode {
