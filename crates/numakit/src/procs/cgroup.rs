@@ -23,9 +23,26 @@ pub fn dir(path: &str) -> String {
     format!("sys/fs/cgroup{}", if path == "/" { "" } else { path.trim_end_matches('/') })
 }
 
+/// The folder of the unified (v2) hierarchy below the root:
+/// `sys/fs/cgroup` where cgroup2 is mounted there (a v2-only host), else
+/// `sys/fs/cgroup/unified` where a hybrid host (v1 controllers at
+/// `/sys/fs/cgroup/<controller>`) mounts it, else `sys/fs/cgroup`.
+pub fn unified_root(sys: &SysRoot) -> &'static str {
+    if !sys.exists("sys/fs/cgroup/cgroup.controllers") && sys.exists("sys/fs/cgroup/unified/cgroup.controllers") {
+        "sys/fs/cgroup/unified"
+    } else {
+        "sys/fs/cgroup"
+    }
+}
+
 /// The CPUs a cgroup's tasks may use (`cpuset.cpus.effective`).
 pub fn effective_cpus(sys: &SysRoot, path: &str) -> Result<Option<CpuSet>, SysError> {
-    sys.read_list::<Cpu>(format!("{}/cpuset.cpus.effective", dir(path)))
+    effective_cpus_in(sys, &dir(path))
+}
+
+/// [`effective_cpus`] of a cgroup folder given relative to the root.
+pub fn effective_cpus_in(sys: &SysRoot, folder: &str) -> Result<Option<CpuSet>, SysError> {
+    sys.read_list::<Cpu>(format!("{folder}/cpuset.cpus.effective"))
 }
 
 /// A cgroup's own `cpuset.cpus`, as written (empty: inherited).
@@ -35,8 +52,14 @@ pub fn cpus(sys: &SysRoot, path: &str) -> Result<Option<String>, SysError> {
 
 /// The processes in a cgroup (`cgroup.procs`, not those of its children).
 pub fn members(sys: &SysRoot, path: &str) -> Result<Option<Vec<i32>>, SysError> {
+    members_in(sys, &dir(path))
+}
+
+/// [`members`] of a cgroup folder given relative to the root (a v1
+/// hierarchy's folder too: its `cgroup.procs` has the same format).
+pub fn members_in(sys: &SysRoot, folder: &str) -> Result<Option<Vec<i32>>, SysError> {
     Ok(sys
-        .read(format!("{}/cgroup.procs", dir(path)))?
+        .read(format!("{folder}/cgroup.procs"))?
         .map(|t| t.split_whitespace().filter_map(|p| p.parse().ok()).collect()))
 }
 
@@ -71,5 +94,11 @@ mod tests {
         assert_eq!(cpus(&sys, "/job").expect("read").as_deref(), Some("2-3"));
         assert_eq!(members(&sys, "/job").expect("read"), Some(vec![42, 43]));
         assert_eq!(members(&sys, "/none").expect("no cgroup"), None);
+        assert_eq!(unified_root(&sys), "sys/fs/cgroup");
+        std::fs::create_dir_all(d.path().join("sys/fs/cgroup/unified")).expect("mkdir");
+        std::fs::write(d.path().join("sys/fs/cgroup/unified/cgroup.controllers"), "").expect("write");
+        assert_eq!(unified_root(&sys), "sys/fs/cgroup/unified");
+        std::fs::write(d.path().join("sys/fs/cgroup/cgroup.controllers"), "cpuset memory\n").expect("write");
+        assert_eq!(unified_root(&sys), "sys/fs/cgroup");
     }
 }

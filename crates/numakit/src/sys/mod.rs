@@ -230,6 +230,28 @@ impl SysRoot {
         Ok(Some(names))
     }
 
+    /// Names of the folders in a folder (links not followed), sorted;
+    /// `Ok(None)` if the folder is missing. The entry type comes with the
+    /// listing (`d_type`), so no file is opened or stat'ed per entry: a
+    /// cgroup folder holds dozens of control files beside its children.
+    pub fn list_dirs(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<String>>, SysError> {
+        let path = self.path(rel);
+        let rd = match fs::read_dir(&path) {
+            Ok(rd) => rd,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(source) => return Err(SysError::Io { path, source }),
+        };
+        let mut names = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|source| SysError::Io { path: path.clone(), source })?;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(Some(names))
+    }
+
     /// Ids of entries named `PREFIX<number>` in a folder (`node0`, `cpu12`,
     /// `index3`), sorted numerically; empty if the folder is missing.
     pub fn numbered_entries(&self, rel: impl AsRef<Path>, prefix: &str) -> Result<Vec<u32>, SysError> {
@@ -423,6 +445,15 @@ mod tests {
         assert!(e.contains("sys/n") && e.contains("\"abc\""), "{e}");
         let e = r.read_list::<crate::sets::Cpu>("sys/l").unwrap_err().to_string();
         assert!(e.contains("sys/l") && e.contains("backwards"), "{e}");
+    }
+
+    #[test]
+    fn list_dirs_keeps_folders_only() {
+        let (d, r) = root_with(&[("sys/cg/a/cgroup.procs", b""), ("sys/cg/b/x", b""), ("sys/cg/memory.stat", b"")]);
+        std::os::unix::fs::symlink(d.path().join("sys/cg/a"), d.path().join("sys/cg/link")).expect("link");
+        assert_eq!(r.list_dirs("sys/cg").expect("ok"), Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(r.list_dirs("sys/none").expect("ok"), None);
+        assert_eq!(r.list_dirs("sys/cg/memory.stat").expect("ok"), None);
     }
 
     #[test]
