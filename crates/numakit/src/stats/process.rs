@@ -54,8 +54,14 @@ pub struct ProcessNuma {
     pub total_bytes: u64,
     /// Nodes of the CPUs its threads last ran on.
     pub cpus_nodes: NodeSet,
+    /// Its own memory ([`is_own_memory`]: everything but pages of
+    /// ordinary files), bytes.
+    pub own_bytes: u64,
+    /// The part of `own_bytes` on `cpus_nodes`.
+    pub own_local_bytes: u64,
     /// Share (0..=1) of its own memory (not ordinary file pages) on
-    /// `cpus_nodes`; `None` without such memory or without a known CPU.
+    /// `cpus_nodes` (`own_local_bytes / own_bytes`); `None` without such
+    /// memory or without a known CPU.
     pub locality: Option<f64>,
 }
 
@@ -138,7 +144,16 @@ impl<'a> Sum<'a> {
         let nodes = self.per;
         let total_bytes = nodes.iter().map(|n| n.bytes).sum();
         let locality = if self.cpus_nodes.is_empty() { None } else { ratio(self.own_local, self.own) };
-        ProcessNuma { pid, comm: comm.to_string(), nodes, total_bytes, cpus_nodes: self.cpus_nodes.clone(), locality }
+        ProcessNuma {
+            pid,
+            comm: comm.to_string(),
+            nodes,
+            total_bytes,
+            cpus_nodes: self.cpus_nodes.clone(),
+            own_bytes: self.own,
+            own_local_bytes: self.own_local,
+            locality,
+        }
     }
 }
 
@@ -472,6 +487,7 @@ mod tests {
         // The file mapping (3 pages on node 0) is not its own memory.
         let want = (2563 * 4096 + (1u64 << 30)) as f64 / (p.total_bytes - 3 * 4096) as f64;
         assert!((p.locality.expect("locality") - want).abs() < 1e-12);
+        assert_eq!((p.own_bytes, p.own_local_bytes), (p.total_bytes - 3 * 4096, 2563 * 4096 + (1 << 30)));
         assert_eq!(summarize(7, "x", &maps, &[0, 1], NodeSet::new()).locality, None);
         assert_eq!(summarize(7, "x", &[], &[0, 1], [0].into_iter().collect()).locality, None);
     }
