@@ -1,7 +1,8 @@
 //! Counting what NUMA does: per-node allocation counters ([`counters`]),
 //! per-node memory with huge pages of every size ([`meminfo`]), the
 //! AutoNUMA and migration counters of `/proc/vmstat` ([`vmstat`]), memory
-//! of processes per node and their locality ([`process`]), node CPU use
+//! of processes per node and their locality ([`process`]), the same for a
+//! cgroup (a batch job) with its own NUMA counters ([`cgroup`]), node CPU use
 //! ([`cpu`]), rates between samples ([`rate`]) and the refresh model of
 //! `top` ([`top`]).
 //!
@@ -10,6 +11,7 @@
 //! `top`, the JSON and the exporter agree. Nothing here prints or changes
 //! the system.
 
+pub mod cgroup;
 pub mod counters;
 pub mod cpu;
 pub mod meminfo;
@@ -22,6 +24,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use cgroup::{CgroupCounters, CgroupDir, CgroupError, JobReport};
 pub use counters::{read_node_counters, NodeCounters, NodeRates, NUMASTAT_COUNTERS};
 pub use meminfo::{read_node_meminfo, NodeMeminfo};
 pub use process::{ProcessNuma, ProcessReport, Selection};
