@@ -7,6 +7,8 @@
 //! * [`text`]: the human view of `numakit topo`;
 //! * [`svg`]: a picture of packages, nodes, cores and PUs;
 //! * [`stat`]: `numakit stat` (numastat's layout exactly with `--compat`);
+//! * [`cgroup`]: `numakit stat --cgroup`, a cgroup's (a job's) NUMA report
+//!   as text and as one JSON line;
 //! * [`top`]: the cells of `numakit top` and its plain-text snapshot;
 //! * `prometheus`: the exporter's Prometheus text exposition (feature
 //!   `prometheus`);
@@ -17,6 +19,7 @@
 
 #[cfg(feature = "measure")]
 pub mod bench;
+pub mod cgroup;
 #[cfg(feature = "measure")]
 pub mod compare;
 pub mod daemon;
