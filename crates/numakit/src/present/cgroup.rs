@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
-use crate::stats::cgroup::{JobReport, NOT_PER_CGROUP};
+use crate::stats::cgroup::{CgroupCounters, JobReport, NOT_PER_CGROUP};
 use crate::units::human_bytes;
 
 /// The `schema` of [`json`]: bumped only when a field changes meaning or
@@ -57,7 +57,7 @@ pub fn text(r: &JobReport, delta: Option<&[(String, u64)]>) -> String {
     let runs = if r.cpus_nodes.is_empty() { "-".to_string() } else { format!("node {}", r.cpus_nodes.to_list()) };
     let allowed = match (&r.allowed_cpus, &r.allowed_nodes) {
         (Some(c), Some(n)) => format!("CPUs {} (node {}, cpuset.cpus.effective)", c.to_list(), n.to_list()),
-        _ => "no cpuset.cpus.effective".to_string(),
+        _ => "CPUs unknown (no cpuset.cpus.effective)".to_string(),
     };
     let _ = writeln!(o, "  runs on {runs} (its threads' last CPUs); allowed {allowed}");
     let _ = writeln!(o);
@@ -115,7 +115,7 @@ pub fn text(r: &JobReport, delta: Option<&[(String, u64)]>) -> String {
                 let _ = writeln!(o, "    {name:<22} {v:>12}{}", grew.unwrap_or_default());
             }
             None if r.counters.memory_stat => {
-                let _ = writeln!(o, "    {name:<22} {:>12}  (not counted per cgroup by this kernel)", "-");
+                let _ = writeln!(o, "    {name:<22} {:>12}  (not in this memory.stat)", "-");
             }
             None => {}
         }
@@ -184,6 +184,21 @@ pub fn json(r: &JobReport, delta: Option<&[(String, u64)]>) -> Value {
     v
 }
 
+/// The cgroup path and counters of an earlier [`json`] report (a start
+/// snapshot kept in a file), for [`CgroupCounters::delta`]. `Err` names
+/// what is missing; `null` counters are left out.
+///
+/// [`CgroupCounters::delta`]: crate::stats::cgroup::CgroupCounters::delta
+pub fn start_from_json(v: &Value) -> Result<(String, CgroupCounters), String> {
+    if v["schema"] != SCHEMA {
+        return Err(format!("not a numakit cgroup report (no \"schema\": \"{SCHEMA}\")"));
+    }
+    let cgroup = v["cgroup"].as_str().ok_or("no \"cgroup\"")?.to_string();
+    let counters = v["counters"].as_object().ok_or("no \"counters\"")?;
+    let lines = counters.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect();
+    Ok((cgroup, CgroupCounters { memory_stat: v["memory_stat"].as_bool().unwrap_or(false), lines }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +264,12 @@ mod tests {
         assert!(v["counters"].as_object().expect("map").contains_key("other_node"));
         assert_eq!(v["delta"], json!({ "numa_pages_migrated": 7, "numa_hint_faults": 0 }));
         assert_eq!(v["numa_stat"]["file"]["1"].as_u64(), Some(4096));
+        let (cg, back) = start_from_json(&v).expect("start");
+        assert_eq!(
+            (cg.as_str(), back.get("numa_pages_migrated"), back.get("numa_hit")),
+            ("/s/job_42/step_0", Some(10), None)
+        );
+        assert!(start_from_json(&json!({ "schema": "x" })).unwrap_err().contains("not a numakit cgroup report"));
         let bare = json(&report(false), None);
         assert!(
             bare.get("delta").is_none()
@@ -272,7 +293,7 @@ mod tests {
             "memory.numa_stat",
             "locality 75.0%: 3 MiB of 4 MiB own memory",
             "    numa_pages_migrated              10  (+7 since start)\n",
-            "    numa_pte_updates                  -  (not counted per cgroup by this kernel)\n",
+            "    numa_pte_updates                  -  (not in this memory.stat)\n",
             "not counted per cgroup by Linux: numa_hit, numa_miss, other_node, numa_hint_faults_local\n",
         ] {
             assert!(t.contains(want), "missing {want:?} in\n{t}");
