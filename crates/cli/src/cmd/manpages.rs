@@ -215,6 +215,11 @@ fn notes(path: &str) -> Option<Notes> {
                 file("/proc/vmstat", "AutoNUMA activity (numa_* and pgmigrate_* counters)."),
                 file("/proc/meminfo", "With -m where the kernel has no node folders: the machine as node 0."),
                 file("/proc/PID/", "With -p: cmdline and comm (to match names), numa_maps (memory per node)."),
+                file(
+                    "/sys/fs/cgroup/PATH/",
+                    "With --cgroup: cgroup.procs of PATH and every folder below it, memory.numa_stat, memory.stat (NUMA counters), cpuset.cpus.effective; cgroup2 at /sys/fs/cgroup or /sys/fs/cgroup/unified, then the v1 memory hierarchy.",
+                ),
+                file("/proc/PID/stat, /proc/PID/numa_maps", "With --cgroup: of each of the cgroup's processes (threads' last CPU, memory per node)."),
             ],
             &["numastat(8)"],
         ),

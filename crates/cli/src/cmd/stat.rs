@@ -46,7 +46,14 @@ pub struct StatArgs {
     /// split Huge/Heap/Stack/Private, and their locality.
     #[arg(short = 'p', long = "pid", value_name = "PID|NAME", num_args = 1.., action = ArgAction::Append)]
     pub pids: Vec<String>,
-    /// Print JSON (one object per line with --interval).
+    /// The NUMA report of a cgroup (a batch job, a step): its processes' memory per node and locality,
+    /// the kernel's per-node charge and NUMA counters. PATH as in /proc/PID/cgroup, or a /sys/fs/cgroup folder.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["compat", "meminfo", "pids", "interval"])]
+    pub cgroup: Option<String>,
+    /// With --cgroup: also show how much the counters grew since FILE, an earlier `stat --cgroup --json` of it.
+    #[arg(long, value_name = "FILE", requires = "cgroup")]
+    pub since: Option<std::path::PathBuf>,
+    /// Print JSON (one object per line with --interval and --cgroup).
     #[arg(long)]
     pub json: bool,
     /// Print the deltas and rates of every SECS seconds (memory views: a fresh snapshot).
@@ -129,6 +136,9 @@ pub fn run(sys: &SysRoot, args: &StatArgs) -> anyhow::Result<u8> {
     };
     if args.count == Some(0) {
         return Err(Failure::usage("invalid --count 0: give at least 1").into());
+    }
+    if let Some(path) = &args.cgroup {
+        return cgroup_report(sys, path, args.since.as_deref(), args.json);
     }
     let width = screen_width();
     let memory_view = args.meminfo || !args.pids.is_empty();
@@ -250,4 +260,51 @@ fn read_report(sys: &SysRoot, topo: &Topology, specs: &[String], first: bool) ->
     report.exited.extend(sel.exited);
     report.exited.sort_unstable();
     Ok(report)
+}
+
+/// `--cgroup PATH [--since FILE]`: the cgroup's report, as text or one
+/// JSON line. A PATH that names no cgroup, or a FILE that is not an
+/// earlier report of it, is a usage error naming it.
+fn cgroup_report(sys: &SysRoot, path: &str, since: Option<&std::path::Path>, json: bool) -> anyhow::Result<u8> {
+    use numakit::present::cgroup as cg_view;
+    use numakit::stats::cgroup::{CgroupError, JobReport};
+    // The start snapshot first: a bad FILE fails before anything is read.
+    let start = match since {
+        None => None,
+        Some(file) => {
+            let shown = file.display();
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| Failure::usage(format!("cannot read --since {shown}: {e}")))?;
+            let v: Value =
+                serde_json::from_str(&text).map_err(|e| Failure::usage(format!("--since {shown} is not JSON: {e}")))?;
+            Some((
+                cg_view::start_from_json(&v).map_err(|e| Failure::usage(format!("--since {shown}: {e}")))?,
+                shown.to_string(),
+            ))
+        }
+    };
+    let report = JobReport::collect(sys, path).map_err(|e| match e {
+        CgroupError::Sys(e) => sys_err(e),
+        e => Failure::usage(e.to_string()),
+    })?;
+    let delta = match &start {
+        None => None,
+        Some(((cgroup, counters), shown)) => {
+            if *cgroup != report.cgroup.path {
+                return Err(Failure::usage(format!(
+                    "--since {shown} is the report of cgroup {}, not of {}",
+                    numakit::text::quote(cgroup),
+                    numakit::text::quote(&report.cgroup.path)
+                ))
+                .into());
+            }
+            Some(report.counters.delta(counters))
+        }
+    };
+    if json {
+        write_out(&format!("{}\n", serde_json::to_string(&cg_view::json(&report, delta.as_deref()))?))?;
+    } else {
+        write_out(&cg_view::text(&report, delta.as_deref()))?;
+    }
+    Ok(0)
 }

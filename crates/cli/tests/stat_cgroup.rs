@@ -1,0 +1,168 @@
+//! `numakit stat --cgroup PATH`: a Slurm job's report on a synthetic root
+//! (cgroup v2 tree with steps and tasks, `/proc/PID` files), the JSON line
+//! and `--since`, errors naming the value as typed, and this host's own
+//! cgroup.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use numakit::topo::synth::{SynthCpu, SynthMachine};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_numakit");
+const JOB: &str = "sys/fs/cgroup/system.slice/slurmstepd.scope/job_42";
+const PATH: &str = "/system.slice/slurmstepd.scope/job_42";
+
+fn numakit(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("NUMAKIT_SYSROOT").output().expect("run numakit")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, content).expect("write");
+}
+
+fn stat_line(pid: i32, comm: &str, cpu: u32) -> String {
+    let mut f: Vec<String> = vec!["0".into(); 37];
+    f[0] = "S".into();
+    f[1] = "1".into();
+    f[17] = "1".into();
+    f[36] = cpu.to_string();
+    format!("{pid} ({comm}) {}\n", f.join(" "))
+}
+
+/// Two nodes (CPUs 0-1, 2-3); job 42 with a step and a task cgroup.
+fn fake(root: &Path, migrated: u64) {
+    let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
+    let m = SynthMachine {
+        cpus,
+        nodes: vec![(0, 1024), (1, 1024)],
+        distances: vec![vec![10, 20], vec![20, 10]],
+        free_percent: 50,
+    };
+    m.write(root).expect("synth");
+    write(root, "sys/fs/cgroup/cgroup.controllers", "cpuset memory\n");
+    write(root, &format!("{JOB}/cgroup.procs"), "");
+    write(root, &format!("{JOB}/cpuset.cpus.effective"), "0-3\n");
+    write(
+        root,
+        &format!("{JOB}/memory.stat"),
+        &format!("anon 1\nnuma_pages_migrated {migrated}\nnuma_hint_faults 9\n"),
+    );
+    write(root, &format!("{JOB}/memory.numa_stat"), "anon N0=409600 N1=409600\nfile N0=0 N1=204800\n");
+    write(root, &format!("{JOB}/step_0/cgroup.procs"), "10\n");
+    write(root, &format!("{JOB}/step_0/task_0/cgroup.procs"), "20\n");
+    write(root, "proc/10/stat", &stat_line(10, "lead", 0));
+    write(root, "proc/10/numa_maps", "1000 default anon=100 N0=100 kernelpagesize_kB=4\n");
+    write(root, "proc/20/stat", &stat_line(20, "rank", 2));
+    write(root, "proc/20/numa_maps", "1000 interleave:0-1 anon=200 N0=100 N1=100 kernelpagesize_kB=4\n");
+}
+
+#[test]
+fn a_slurm_job_as_text_and_one_json_line() {
+    let d = tempfile::tempdir().expect("tmp");
+    fake(d.path(), 7);
+    let root = d.path().to_string_lossy().to_string();
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH]);
+    let out = text(&o.stdout);
+    assert!(o.status.success() && o.stderr.is_empty(), "{out}{}", text(&o.stderr));
+    for want in [
+        "cgroup /system.slice/slurmstepd.scope/job_42 (Slurm job 42)\n",
+        "  2 processes in 3 cgroup folders\n",
+        "locality 66.7%: 800 KiB of 1.2 MiB own memory",
+        "numa_pages_migrated",
+        "not counted per cgroup by Linux: numa_hit, numa_miss, other_node",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH, "--json"]);
+    let line = text(&o.stdout);
+    assert!(o.status.success() && line.lines().count() == 1, "{line}{}", text(&o.stderr));
+    let v: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!((v["schema"].as_str(), v["job_id"].as_u64()), (Some("numakit-cgroup-report/1"), Some(42)));
+    assert_eq!((v["processes"].as_u64(), v["own_bytes"].as_u64()), (Some(2), Some(300 * 4096)));
+    assert_eq!(v["nodes"][0]["bytes"].as_u64(), Some(200 * 4096));
+    assert_eq!(v["nodes"][1]["charged_file_bytes"].as_u64(), Some(204800));
+    assert_eq!(v["counters"]["numa_pages_migrated"].as_u64(), Some(7));
+    assert!(v["counters"]["numa_hit"].is_null() && v["counters"]["pgpromote_success"].is_null());
+
+    // At step end: the counters' growth since the start snapshot.
+    let start = d.path().join("start.json");
+    std::fs::write(&start, &line).expect("save");
+    fake(d.path(), 19);
+    let s = start.to_string_lossy().to_string();
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH, "--json", "--since", &s]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["delta"], serde_json::json!({ "numa_pages_migrated": 12, "numa_hint_faults": 0 }));
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH, "--since", &s]);
+    assert!(text(&o.stdout).contains("19  (+12 since start)"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn bad_paths_and_files_are_one_line_naming_them() {
+    let d = tempfile::tempdir().expect("tmp");
+    fake(d.path(), 0);
+    let root = d.path().to_string_lossy().to_string();
+    let notes = d.path().join("notes.txt");
+    std::fs::write(&notes, "hello").expect("write");
+    let other = d.path().join("other.json");
+    std::fs::write(&other, r#"{"schema":"numakit-cgroup-report/1","cgroup":"/elsewhere","counters":{}}"#).expect("w");
+    for (args, code, want) in [
+        (
+            vec!["stat", "--cgroup", "/system.slice/nope"],
+            2,
+            "no such cgroup \"/system.slice/nope\": no /sys/fs/cgroup/system.slice/nope/cgroup.procs",
+        ),
+        (vec!["stat", "--cgroup", "job_42"], 2, "invalid cgroup \"job_42\": give a path starting with /"),
+        (vec!["stat", "--cgroup", "/a/../b"], 2, "invalid cgroup \"/a/../b\""),
+        (vec!["stat", "--cgroup", PATH, "--since", &notes.to_string_lossy()], 2, "notes.txt is not JSON"),
+        (
+            vec!["stat", "--cgroup", PATH, "--since", &other.to_string_lossy()],
+            2,
+            "is the report of cgroup \"/elsewhere\"",
+        ),
+        (vec!["stat", "--cgroup", PATH, "--interval", "1"], 2, "cannot be used with"),
+    ] {
+        let mut a = vec!["--sysroot", root.as_str()];
+        a.extend(args.iter().copied());
+        let o = numakit(&a);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(want) && err.lines().count() == 1 && o.stdout.is_empty(), "{args:?}: {err}");
+    }
+    // A hostile kernel file: a system error (exit 1) naming it, one line.
+    write(d.path(), &format!("{JOB}/memory.numa_stat"), "anon N0=\u{1b}[2J\n");
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("memory.numa_stat") && err.lines().count() == 1 && !err.contains('\u{1b}'), "{err}");
+}
+
+#[test]
+fn this_hosts_own_cgroup() {
+    let own = std::fs::read_to_string("/proc/self/cgroup").expect("cgroup");
+    let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
+        eprintln!("SKIPPED: no cgroup v2 line in /proc/self/cgroup");
+        return;
+    };
+    let o = numakit(&["stat", "--cgroup", path, "--json"]);
+    if o.status.code() == Some(2) && text(&o.stderr).contains("no such cgroup") {
+        eprintln!("SKIPPED: cgroup2 not mounted where numakit looks: {}", text(&o.stderr));
+        return;
+    }
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["cgroup"].as_str(), Some(path.trim_end_matches('/')).filter(|p| !p.is_empty()).or(Some("/")));
+    // numakit itself is in its cgroup while it reads it; a denied process
+    // is counted, not fatal.
+    assert!(v["processes"].as_u64().unwrap_or(0) + v["unreadable"].as_u64().unwrap_or(0) >= 1, "{v}");
+    let sum: u64 = v["nodes"].as_array().expect("nodes").iter().map(|n| n["bytes"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(v["total_bytes"].as_u64(), Some(sum));
+    assert!(v["own_local_bytes"].as_u64() <= v["own_bytes"].as_u64());
+}
