@@ -12,6 +12,7 @@
 
 use std::fmt::Write as _;
 
+use crate::stats::cgroup::{CgroupSample, JobReport};
 use crate::stats::MetricsSample;
 
 /// The content type of [`render`]'s text.
@@ -292,6 +293,123 @@ pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
     out
 }
 
+/// The per-cgroup families (appended after [`render`]): for each cgroup
+/// of the sample, labelled `cgroup` (its path) and `job_id` (when the path
+/// names a Slurm job), its processes' memory per node, own and local bytes
+/// and locality (from `numa_maps`), the kernel's charge per node
+/// (`memory.numa_stat`) and its NUMA counters (`memory.stat`). The byte
+/// sums are there so a query can compute a job's locality over all its
+/// hosts exactly: `sum by (job_id) (own_local) / sum by (job_id) (own)`.
+pub fn cgroups(s: &CgroupSample) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let labels = |r: &JobReport| -> Vec<(&'static str, String)> {
+        let mut l = vec![("cgroup", r.cgroup.path.clone())];
+        if let Some(ids) = &r.slurm {
+            l.push(("job_id", ids.job_id.to_string()));
+        }
+        l
+    };
+    let with = |base: &[(&'static str, String)], more: &[(&'static str, String)]| -> Vec<(&'static str, String)> {
+        base.iter().chain(more).cloned().collect()
+    };
+    let sample = |fam: &mut Family<'_>, l: &[(&'static str, String)], v: f64| {
+        let refs: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        fam.sample(&refs, v);
+    };
+    if !s.reports.is_empty() {
+        let mut fam =
+            Family::new(o, "numakit_cgroup_processes", "gauge", "Processes in the cgroup and below it (cgroup.procs).");
+        for r in &s.reports {
+            sample(&mut fam, &labels(r), f(r.processes.len() as u64));
+        }
+        let mut fam = Family::new(
+            o,
+            "numakit_cgroup_memory_bytes",
+            "gauge",
+            "Memory of the cgroup's processes on the node (sum of their /proc/PID/numa_maps).",
+        );
+        for r in &s.reports {
+            for n in &r.nodes {
+                sample(&mut fam, &with(&labels(r), &[("node", n.id.to_string())]), f(n.bytes));
+            }
+        }
+        for (name, help, get) in [
+            (
+                "numakit_cgroup_own_bytes",
+                "Own memory (all but ordinary file pages) of the cgroup's processes (numa_maps).",
+                (|r: &JobReport| r.own_bytes) as fn(&JobReport) -> u64,
+            ),
+            (
+                "numakit_cgroup_own_local_bytes",
+                "Own memory of the cgroup's processes on the nodes their threads run on (numa_maps).",
+                |r: &JobReport| r.own_local_bytes,
+            ),
+        ] {
+            let mut fam = Family::new(o, name, "gauge", help);
+            for r in &s.reports {
+                sample(&mut fam, &labels(r), f(get(r)));
+            }
+        }
+        let mut fam = Family::new(
+            o,
+            "numakit_cgroup_locality_ratio",
+            "gauge",
+            "Share of the cgroup's processes' own memory on the nodes their threads run on (0 to 1).",
+        );
+        for r in &s.reports {
+            if let Some(l) = r.locality {
+                sample(&mut fam, &labels(r), l);
+            }
+        }
+        if s.reports.iter().any(|r| r.numa_stat.is_some()) {
+            let mut fam = Family::new(
+                o,
+                "numakit_cgroup_charged_bytes",
+                "gauge",
+                "Memory charged to the cgroup on the node, by type anon or file (memory.numa_stat).",
+            );
+            for r in &s.reports {
+                for n in &r.nodes {
+                    for (kind, v) in [("anon", n.charged_anon_bytes), ("file", n.charged_file_bytes)] {
+                        if let Some(v) = v {
+                            let l = with(&labels(r), &[("node", n.id.to_string()), ("type", kind.to_string())]);
+                            sample(&mut fam, &l, f(v));
+                        }
+                    }
+                }
+            }
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for r in &s.reports {
+            for (k, _) in &r.counters.lines {
+                if !names.contains(&k.as_str()) {
+                    names.push(k);
+                }
+            }
+        }
+        for name in names {
+            let what = vm_help(name);
+            let what = what.split(" (").next().filter(|w| *w != "vmstat counter").unwrap_or("NUMA counter");
+            let help = format!("{what} (the cgroup's memory.stat {name}).");
+            let mut fam = Family::new(o, &format!("numakit_cgroup_{}_total", metric_part(name)), "counter", &help);
+            for r in &s.reports {
+                if let Some(v) = r.counters.get(name) {
+                    sample(&mut fam, &labels(r), f(v));
+                }
+            }
+        }
+    }
+    let mut fam = Family::new(
+        o,
+        "numakit_exporter_cgroups_dropped",
+        "gauge",
+        "Cgroups asked for or found (Slurm jobs) beyond --max-cgroups, not exported in this scrape.",
+    );
+    fam.sample(&[], f(s.dropped as u64));
+    out
+}
+
 /// The family timing a scrape (appended after [`render`]).
 pub fn scrape_duration(d: std::time::Duration) -> String {
     let mut out = String::new();
@@ -354,6 +472,49 @@ mod tests {
             }
         }
         assert_eq!(t.matches("# HELP").count(), t.matches("# TYPE").count());
+    }
+
+    #[test]
+    fn cgroup_families_with_job_labels() {
+        use crate::stats::cgroup::{parse_memory_stat, CgroupDir, JobNode, SlurmIds};
+        let r = JobReport {
+            cgroup: CgroupDir { path: "/s/job_42".into(), folder: "sys/fs/cgroup/s/job_42".into() },
+            slurm: Some(SlurmIds { job_id: 42, step: None }),
+            folders: 1,
+            processes: vec![],
+            exited: vec![],
+            unreadable: vec![],
+            nodes: vec![JobNode { id: 1, bytes: 8192, charged_anon_bytes: Some(4096), charged_file_bytes: None }],
+            total_bytes: 8192,
+            own_bytes: 8192,
+            own_local_bytes: 4096,
+            locality: Some(0.5),
+            cpus_nodes: [1].into_iter().collect(),
+            allowed_cpus: None,
+            allowed_nodes: None,
+            numa_stat: Some(Default::default()),
+            counters: parse_memory_stat("numa_pages_migrated 3\n").expect("stat"),
+        };
+        let mut other = r.clone();
+        other.cgroup = CgroupDir { path: "/svc \"q\"".into(), folder: String::new() };
+        other.slurm = None;
+        other.locality = None;
+        let t = cgroups(&CgroupSample { reports: vec![r, other], dropped: 2 });
+        for want in [
+            "numakit_cgroup_memory_bytes{cgroup=\"/s/job_42\",job_id=\"42\",node=\"1\"} 8192\n",
+            "numakit_cgroup_own_local_bytes{cgroup=\"/s/job_42\",job_id=\"42\"} 4096\n",
+            "numakit_cgroup_locality_ratio{cgroup=\"/s/job_42\",job_id=\"42\"} 0.5\n",
+            "numakit_cgroup_charged_bytes{cgroup=\"/s/job_42\",job_id=\"42\",node=\"1\",type=\"anon\"} 4096\n",
+            "# TYPE numakit_cgroup_numa_pages_migrated_total counter\n",
+            "numakit_cgroup_numa_pages_migrated_total{cgroup=\"/svc \\\"q\\\"\"} 3\n",
+            "numakit_exporter_cgroups_dropped 2\n",
+        ] {
+            assert!(t.contains(want), "missing {want:?} in\n{t}");
+        }
+        assert!(!t.contains("locality_ratio{cgroup=\"/svc"), "{t}");
+        assert!(!t.contains("type=\"file\""), "{t}");
+        assert_eq!(t.matches("# HELP").count(), t.matches("# TYPE").count());
+        assert_eq!(cgroups(&CgroupSample::default()), "# HELP numakit_exporter_cgroups_dropped Cgroups asked for or found (Slurm jobs) beyond --max-cgroups, not exported in this scrape.\n# TYPE numakit_exporter_cgroups_dropped gauge\nnumakit_exporter_cgroups_dropped 0\n");
     }
 
     #[test]

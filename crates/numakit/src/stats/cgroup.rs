@@ -362,6 +362,105 @@ pub fn member_pids(sys: &SysRoot, folders: &[String]) -> Result<Vec<i32>, SysErr
     Ok(pids)
 }
 
+/// Folder levels below a hierarchy's root searched for job cgroups
+/// (Slurm's v2 jobs are 3 deep: `system.slice/slurmstepd.scope/job_N`;
+/// v1: `slurm/uid_U/job_N`).
+pub const JOB_SEARCH_DEPTH: usize = 6;
+/// Folders looked at at most when searching for job cgroups.
+pub const JOB_SEARCH_FOLDERS: usize = 4096;
+
+/// The Slurm job cgroups on this host: folders named `job_<N>`
+/// ([`slurm_ids`]) in the unified hierarchy, and in the v1 memory
+/// hierarchy when one is mounted, found breadth first at most
+/// [`JOB_SEARCH_DEPTH`] levels deep and among [`JOB_SEARCH_FOLDERS`]
+/// folders, never searched below a job (its steps are part of it).
+/// Sorted by path; a job seen in both hierarchies is kept once (v2).
+pub fn find_job_cgroups(sys: &SysRoot) -> Result<Vec<CgroupDir>, SysError> {
+    let mut roots = vec![cgroup::unified_root(sys).to_string()];
+    if sys.exists("sys/fs/cgroup/memory/cgroup.procs") && !sys.exists("sys/fs/cgroup/memory/cgroup.controllers") {
+        roots.push("sys/fs/cgroup/memory".to_string());
+    }
+    let mut found: Vec<CgroupDir> = Vec::new();
+    let mut seen_jobs = std::collections::BTreeSet::new();
+    let mut looked = 0usize;
+    'search: for root in roots {
+        let mut level = vec![String::new()];
+        for _ in 0..JOB_SEARCH_DEPTH {
+            let mut next = Vec::new();
+            for rel in &level {
+                for name in sys.list_dirs(format!("{root}{rel}"))?.unwrap_or_default() {
+                    looked += 1;
+                    if looked > JOB_SEARCH_FOLDERS {
+                        break 'search;
+                    }
+                    let path = format!("{rel}/{name}");
+                    match slurm_ids(&name) {
+                        Some(ids) => {
+                            if seen_jobs.insert(ids.job_id) {
+                                found.push(CgroupDir { folder: format!("{root}{path}"), path });
+                            }
+                        }
+                        None => next.push(path),
+                    }
+                }
+            }
+            level = next;
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+/// The cgroups an exporter scrape reports on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CgroupSample {
+    /// One report per cgroup: the asked ones first, then the jobs found.
+    pub reports: Vec<JobReport>,
+    /// Cgroups found or asked for beyond the cap, not read.
+    pub dropped: usize,
+}
+
+impl CgroupSample {
+    /// Reads the cgroups `asked` names that exist now (paths as typed;
+    /// [`CgroupDir::resolve`]), then, if `search`, the Slurm jobs
+    /// [`find_job_cgroups`] finds, at most `max` in all.
+    pub fn read(
+        sys: &SysRoot,
+        topo: &Topology,
+        asked: &[String],
+        search: bool,
+        max: usize,
+    ) -> Result<CgroupSample, SysError> {
+        if max == 0 {
+            return Ok(CgroupSample::default());
+        }
+        let mut dirs: Vec<CgroupDir> = Vec::new();
+        for typed in asked {
+            match CgroupDir::resolve(sys, typed) {
+                Ok(d) => dirs.push(d),
+                // A cgroup asked for that is not there (yet) is left out.
+                Err(CgroupError::NotFound { .. } | CgroupError::Invalid { .. }) => {}
+                Err(CgroupError::Sys(e)) => return Err(e),
+            }
+        }
+        if search {
+            for d in find_job_cgroups(sys)? {
+                if !dirs.iter().any(|x| x.folder == d.folder) {
+                    dirs.push(d);
+                }
+            }
+        }
+        let dropped = dirs.len().saturating_sub(max);
+        dirs.truncate(max);
+        let page = super::page_size();
+        let mut reports = Vec::with_capacity(dirs.len());
+        for d in &dirs {
+            reports.push(JobReport::collect_dir(sys, topo, d, page)?);
+        }
+        Ok(CgroupSample { reports, dropped })
+    }
+}
+
 /// A cgroup's memory on one node.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct JobNode {
@@ -763,6 +862,27 @@ mod tests {
         write(d.path(), &format!("{JOB}/memory.stat"), "numa_pages_migrated -1\n");
         let e = JobReport::collect(&sys, "/system.slice/slurmstepd.scope/job_42").unwrap_err().to_string();
         assert!(e.contains("memory.stat") && e.contains("\"numa_pages_migrated -1\""), "{e}");
+    }
+
+    #[test]
+    fn job_cgroups_found_and_capped() {
+        let d = tempfile::tempdir().expect("tmp");
+        fake(d.path());
+        write(d.path(), "sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/cgroup.procs", "");
+        write(d.path(), "sys/fs/cgroup/user.slice/job_x/cgroup.procs", "");
+        write(d.path(), "sys/fs/cgroup/a/b/c/d/e/f/job_9/cgroup.procs", "");
+        let sys = SysRoot::at(d.path());
+        let found: Vec<String> = find_job_cgroups(&sys).expect("find").into_iter().map(|c| c.path).collect();
+        // job_9 is 7 levels deep; steps below job_42 are part of it.
+        assert_eq!(found, ["/system.slice/slurmstepd.scope/job_42", "/system.slice/slurmstepd.scope/job_7"]);
+        let topo = Topology::read_nodes_only(&sys).expect("topo");
+        let asked = vec!["/user.slice/job_x".to_string(), "/gone".to_string(), "relative".to_string()];
+        let s = CgroupSample::read(&sys, &topo, &asked, true, 2).expect("sample");
+        let paths: Vec<&str> = s.reports.iter().map(|r| r.cgroup.path.as_str()).collect();
+        assert_eq!((paths, s.dropped), (vec!["/user.slice/job_x", "/system.slice/slurmstepd.scope/job_42"], 1));
+        assert_eq!(s.reports[1].processes.len(), 2);
+        assert_eq!(CgroupSample::read(&sys, &topo, &asked, true, 0).expect("off"), CgroupSample::default());
+        assert_eq!(CgroupSample::read(&sys, &topo, &[], false, 5).expect("none").reports.len(), 0);
     }
 
     #[test]

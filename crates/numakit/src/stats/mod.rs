@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use cgroup::{CgroupCounters, CgroupDir, CgroupError, JobReport};
+pub use cgroup::{CgroupCounters, CgroupDir, CgroupError, CgroupSample, JobReport};
 pub use counters::{read_node_counters, NodeCounters, NodeRates, NUMASTAT_COUNTERS};
 pub use meminfo::{read_node_meminfo, NodeMeminfo};
 pub use process::{ProcessNuma, ProcessReport, Selection};
