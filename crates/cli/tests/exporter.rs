@@ -106,6 +106,53 @@ fn scrape_passes_promtool() {
     assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {:?}\n{said}", out.status);
 }
 
+/// `promtool check metrics` on a page: (success, what it said).
+fn promtool(body: &str) -> (bool, String) {
+    let mut c = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    c.stdin.take().expect("stdin").write_all(body.as_bytes()).expect("write");
+    let out = c.wait_with_output().expect("promtool");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn job_cgroups_with_their_labels_pass_promtool() {
+    let d = tempfile::tempdir().expect("tmp");
+    common::fake_slurm_root(d.path(), 7);
+    common::write(d.path(), "sys/fs/cgroup/system.slice/svc.service/cgroup.procs", "20\n");
+    common::write(d.path(), "sys/fs/cgroup/system.slice/slurmstepd.scope/job_43/cgroup.procs", "");
+    let root = d.path().to_string_lossy().to_string();
+    let (_p, addr) = exporter(&["--sysroot", &root, "--cgroup", "/system.slice/svc.service", "--max-cgroups", "2"]);
+    let (status, _, body) = get(&addr, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    let job = r#"cgroup="/system.slice/slurmstepd.scope/job_42",job_id="42""#;
+    for want in [
+        format!("numakit_cgroup_processes{{{job}}} 2\n"),
+        format!("numakit_cgroup_memory_bytes{{{job},node=\"0\"}} {}\n", 200 * 4096),
+        format!("numakit_cgroup_own_local_bytes{{{job}}} {}\n", 200 * 4096),
+        format!("numakit_cgroup_charged_bytes{{{job},node=\"1\",type=\"file\"}} 204800\n"),
+        format!("numakit_cgroup_numa_pages_migrated_total{{{job}}} 7\n"),
+        "numakit_cgroup_processes{cgroup=\"/system.slice/svc.service\"} 1\n".to_string(),
+        // Asked for first, then the jobs by path: job_43 is beyond 2.
+        "numakit_exporter_cgroups_dropped 1\n".to_string(),
+    ] {
+        assert!(body.contains(&want), "missing {want:?} in\n{body}");
+    }
+    assert!(!body.contains("job_43"), "{body}");
+    if tool("promtool") {
+        let (ok, said) = promtool(&body);
+        assert!(ok && said.trim().is_empty(), "promtool check metrics:\n{said}");
+    }
+    let o = Command::new(BIN).args(["exporter", "--cgroup", "relative/path"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--cgroup: invalid cgroup \"relative/path\""), "{o:?}");
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }

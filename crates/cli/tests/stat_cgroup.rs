@@ -3,14 +3,15 @@
 //! and `--since`, errors naming the value as typed, and this host's own
 //! cgroup.
 
-use std::path::Path;
+mod common;
+
 use std::process::{Command, Output};
 
-use numakit::topo::synth::{SynthCpu, SynthMachine};
+use common::{fake_slurm_root as fake, write};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_numakit");
-const JOB: &str = "sys/fs/cgroup/system.slice/slurmstepd.scope/job_42";
+const JOB: &str = common::SLURM_JOB_FOLDER;
 const PATH: &str = "/system.slice/slurmstepd.scope/job_42";
 
 fn numakit(args: &[&str]) -> Output {
@@ -19,48 +20,6 @@ fn numakit(args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-    std::fs::write(p, content).expect("write");
-}
-
-fn stat_line(pid: i32, comm: &str, cpu: u32) -> String {
-    let mut f: Vec<String> = vec!["0".into(); 37];
-    f[0] = "S".into();
-    f[1] = "1".into();
-    f[17] = "1".into();
-    f[36] = cpu.to_string();
-    format!("{pid} ({comm}) {}\n", f.join(" "))
-}
-
-/// Two nodes (CPUs 0-1, 2-3); job 42 with a step and a task cgroup.
-fn fake(root: &Path, migrated: u64) {
-    let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
-    let m = SynthMachine {
-        cpus,
-        nodes: vec![(0, 1024), (1, 1024)],
-        distances: vec![vec![10, 20], vec![20, 10]],
-        free_percent: 50,
-    };
-    m.write(root).expect("synth");
-    write(root, "sys/fs/cgroup/cgroup.controllers", "cpuset memory\n");
-    write(root, &format!("{JOB}/cgroup.procs"), "");
-    write(root, &format!("{JOB}/cpuset.cpus.effective"), "0-3\n");
-    write(
-        root,
-        &format!("{JOB}/memory.stat"),
-        &format!("anon 1\nnuma_pages_migrated {migrated}\nnuma_hint_faults 9\n"),
-    );
-    write(root, &format!("{JOB}/memory.numa_stat"), "anon N0=409600 N1=409600\nfile N0=0 N1=204800\n");
-    write(root, &format!("{JOB}/step_0/cgroup.procs"), "10\n");
-    write(root, &format!("{JOB}/step_0/task_0/cgroup.procs"), "20\n");
-    write(root, "proc/10/stat", &stat_line(10, "lead", 0));
-    write(root, "proc/10/numa_maps", "1000 default anon=100 N0=100 kernelpagesize_kB=4\n");
-    write(root, "proc/20/stat", &stat_line(20, "rank", 2));
-    write(root, "proc/20/numa_maps", "1000 interleave:0-1 anon=200 N0=100 N1=100 kernelpagesize_kB=4\n");
 }
 
 #[test]

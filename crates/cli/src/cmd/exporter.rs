@@ -1,8 +1,10 @@
 //! `numakit exporter`: serves NUMA metrics for Prometheus at `/metrics`
 //! (text exposition 0.0.4): node memory and huge pages, node allocation
-//! counters, AutoNUMA counters, and memory per node and locality of the
-//! top processes by resident memory. Every scrape reads the system afresh;
-//! `numa_maps` only for those top processes.
+//! counters, AutoNUMA counters, memory per node and locality of the top
+//! processes by resident memory, and the same per cgroup for Slurm job
+//! cgroups and `--cgroup` ones, with their NUMA counters. Every scrape
+//! reads the system afresh; `numa_maps` only for those top processes and
+//! the exported cgroups' processes.
 //!
 //! Default address 127.0.0.1:19849 (see docs/stat.md for why that port).
 //! The HTTP server and its limits are in [`http`].
@@ -17,6 +19,7 @@ use std::time::Instant;
 use clap::builder::RangedU64ValueParser;
 use clap::Args;
 use numakit::present::prometheus;
+use numakit::stats::cgroup::{CgroupDir, CgroupError, CgroupSample};
 use numakit::stats::MetricsSample;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
@@ -28,6 +31,13 @@ use crate::Failure;
 /// port allocations (full since 2023), in no `/etc/services` entry, below
 /// Linux's ephemeral ports.
 pub const DEFAULT_PORT: u16 = 19849;
+
+/// Cgroups exported per scrape by default: the label sets stay bounded
+/// (a node runs a few jobs at a time) and so does the scrape's cost (each
+/// job's processes' `numa_maps` are read).
+pub const DEFAULT_MAX_CGROUPS: usize = 32;
+/// The most `--max-cgroups` accepts.
+pub const MAX_CGROUPS_LIMIT: usize = 1024;
 
 /// `numakit exporter`.
 #[derive(Debug, Clone, Args)]
@@ -41,6 +51,20 @@ pub struct ExporterArgs {
     /// The daemon's status file: its families (scans, moves, pages, reverts, decisions) are exported while it exists.
     #[arg(long, value_name = "FILE", default_value = "/var/lib/numakit/status.json")]
     pub daemon_status: std::path::PathBuf,
+    /// Also export this cgroup's NUMA figures (PATH as in /proc/PID/cgroup, or a /sys/fs/cgroup folder); repeatable.
+    #[arg(long = "cgroup", value_name = "PATH", action = clap::ArgAction::Append)]
+    pub cgroups: Vec<String>,
+    /// Do not search for Slurm job cgroups (folders named job_N); export only the --cgroup ones.
+    #[arg(long)]
+    pub no_job_search: bool,
+    /// Export at most N cgroups per scrape (the --cgroup ones first, then the jobs found by path); 0: none.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = DEFAULT_MAX_CGROUPS,
+        value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_CGROUPS_LIMIT as u64),
+    )]
+    pub max_cgroups: usize,
     /// Connections kept open at most; beyond, the least recently active one is closed.
     #[arg(
         long,
@@ -73,6 +97,10 @@ fn answer(sys: &SysRoot, topo: &Topology, args: &ExporterArgs, method: &str, pat
             match MetricsSample::read(sys, topo, args.top) {
                 Ok(sample) => {
                     let mut body = prometheus::render(&sample);
+                    match CgroupSample::read(sys, topo, &args.cgroups, !args.no_job_search, args.max_cgroups) {
+                        Ok(cg) => body.push_str(&prometheus::cgroups(&cg)),
+                        Err(e) => return text(500, &format!("numakit: {e}\n")),
+                    }
                     body.push_str(&daemon_families(&args.daemon_status));
                     body.push_str(&prometheus::scrape_duration(start.elapsed()));
                     http::Answer { status: 200, content_type: prometheus::CONTENT_TYPE, body }
@@ -96,6 +124,13 @@ pub fn run(sys: &SysRoot, args: &ExporterArgs) -> anyhow::Result<u8> {
     let addr: SocketAddr = args.listen.parse().map_err(|_| {
         Failure::usage(format!("invalid --listen {}: give IP:PORT, like 127.0.0.1:{DEFAULT_PORT}", args.listen))
     })?;
+    for typed in &args.cgroups {
+        // A cgroup that is not there yet may come; a path that can never be
+        // one is refused now.
+        if let Err(e @ CgroupError::Invalid { .. }) = CgroupDir::resolve(sys, typed) {
+            return Err(Failure::usage(format!("--cgroup: {e}")).into());
+        }
+    }
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
     // One read before serving: a root that cannot be read fails here, not
     // at the first scrape.

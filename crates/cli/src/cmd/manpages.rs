@@ -244,7 +244,11 @@ fn notes(path: &str) -> Option<Notes> {
             vec![
                 file("/sys/devices/system/node/node*/", "numastat, meminfo and hugepages/ per node, on every scrape."),
                 file("/proc/vmstat", "AutoNUMA counters."),
-                file("/proc/PID/", "stat of every process, numa_maps of the --top largest."),
+                file("/proc/PID/", "stat of every process, numa_maps of the --top largest and of the exported cgroups' processes."),
+                file(
+                    "/sys/fs/cgroup/",
+                    "Folders listed (at most 4096, 6 deep) to find Slurm job cgroups (job_N); of each exported cgroup (at most --max-cgroups): cgroup.procs of it and below, memory.stat, memory.numa_stat, cpuset.cpus.effective.",
+                ),
                 file(status.clone(), "The daemon's status (--daemon-status): its families are exported while the file exists."),
             ],
             &["numakit-daemon(1)"],

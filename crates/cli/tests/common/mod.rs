@@ -192,3 +192,57 @@ pub fn spawn_exporter(extra: &[&str]) -> (Child, String) {
         .to_string();
     (child, addr)
 }
+
+/// The folder of [`fake_slurm_root`]'s job, below the root.
+pub const SLURM_JOB_FOLDER: &str = "sys/fs/cgroup/system.slice/slurmstepd.scope/job_42";
+
+/// Writes `content` to `rel` below `root`, making folders.
+pub fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, content).expect("write");
+}
+
+/// A `/proc/PID/stat` line of a one-thread process last on `cpu`.
+pub fn fake_stat_line(pid: i32, comm: &str, cpu: u32) -> String {
+    let mut f: Vec<String> = vec!["0".into(); 37];
+    f[0] = "S".into();
+    f[1] = "1".into();
+    f[17] = "1".into();
+    f[36] = cpu.to_string();
+    format!("{pid} ({comm}) {}\n", f.join(" "))
+}
+
+/// A synthetic root: two nodes (CPUs 0-1, 2-3), cgroup v2 with Slurm job
+/// 42 ([`SLURM_JOB_FOLDER`]: `numa_pages_migrated` = `migrated`), a step
+/// and a task cgroup, processes 10 (on node 0) and 20 (on node 1).
+pub fn fake_slurm_root(root: &Path, migrated: u64) {
+    use numakit::topo::synth::{SynthCpu, SynthMachine};
+    let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
+    let m = SynthMachine {
+        cpus,
+        nodes: vec![(0, 1024), (1, 1024)],
+        distances: vec![vec![10, 20], vec![20, 10]],
+        free_percent: 50,
+    };
+    m.write(root).expect("synth");
+    for n in 0..2 {
+        write(root, &format!("sys/devices/system/node/node{n}/numastat"), "numa_hit 5\nnuma_miss 0\nother_node 0\n");
+    }
+    write(root, "proc/vmstat", "numa_pages_migrated 0\n");
+    write(root, "sys/fs/cgroup/cgroup.controllers", "cpuset memory\n");
+    write(root, &format!("{SLURM_JOB_FOLDER}/cgroup.procs"), "");
+    write(root, &format!("{SLURM_JOB_FOLDER}/cpuset.cpus.effective"), "0-3\n");
+    write(
+        root,
+        &format!("{SLURM_JOB_FOLDER}/memory.stat"),
+        &format!("anon 1\nnuma_pages_migrated {migrated}\nnuma_hint_faults 9\n"),
+    );
+    write(root, &format!("{SLURM_JOB_FOLDER}/memory.numa_stat"), "anon N0=409600 N1=409600\nfile N0=0 N1=204800\n");
+    write(root, &format!("{SLURM_JOB_FOLDER}/step_0/cgroup.procs"), "10\n");
+    write(root, &format!("{SLURM_JOB_FOLDER}/step_0/task_0/cgroup.procs"), "20\n");
+    write(root, "proc/10/stat", &fake_stat_line(10, "lead", 0));
+    write(root, "proc/10/numa_maps", "1000 default anon=100 N0=100 kernelpagesize_kB=4\n");
+    write(root, "proc/20/stat", &fake_stat_line(20, "rank", 2));
+    write(root, "proc/20/numa_maps", "1000 interleave:0-1 anon=200 N0=100 N1=100 kernelpagesize_kB=4\n");
+}
