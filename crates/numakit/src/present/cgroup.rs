@@ -1,5 +1,5 @@
 //! A cgroup's NUMA report ([`JobReport`]) for people ([`text`]) and as one
-//! JSON line a site can collect ([`json`], schema [`SCHEMA`], documented in
+//! JSON line a site can collect ([`json()`], schema [`SCHEMA`], documented in
 //! docs/stat.md). Either may carry the counters' growth since a snapshot
 //! taken at step start ([`CgroupCounters::delta`]). Returns strings; never
 //! reads or prints.
@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::stats::cgroup::{CgroupCounters, JobReport, NOT_PER_CGROUP};
 use crate::units::human_bytes;
 
-/// The `schema` of [`json`]: bumped only when a field changes meaning or
+/// The `schema` of [`json()`]: bumped only when a field changes meaning or
 /// goes away (fields may be added).
 pub const SCHEMA: &str = "numakit-cgroup-report/1";
 
@@ -184,7 +184,7 @@ pub fn json(r: &JobReport, delta: Option<&[(String, u64)]>) -> Value {
     v
 }
 
-/// The cgroup path and counters of an earlier [`json`] report (a start
+/// The cgroup path and counters of an earlier [`json()`] report (a start
 /// snapshot kept in a file), for [`CgroupCounters::delta`]. `Err` names
 /// what is missing; `null` counters are left out.
 ///
