@@ -407,6 +407,13 @@ pub fn cgroups(s: &CgroupSample) -> String {
         "Cgroups asked for or found (Slurm jobs) beyond --max-cgroups, not exported in this scrape.",
     );
     fam.sample(&[], f(s.dropped as u64));
+    let mut fam = Family::new(
+        o,
+        "numakit_exporter_cgroups_unreadable",
+        "gauge",
+        "Cgroups left out of this scrape because a file of theirs could not be read or understood.",
+    );
+    fam.sample(&[], f(s.failed.len() as u64));
     out
 }
 
@@ -499,7 +506,8 @@ mod tests {
         other.cgroup = CgroupDir { path: "/svc \"q\"".into(), folder: String::new() };
         other.slurm = None;
         other.locality = None;
-        let t = cgroups(&CgroupSample { reports: vec![r, other], dropped: 2 });
+        let t =
+            cgroups(&CgroupSample { reports: vec![r, other], dropped: 2, failed: vec![("/x".into(), "bad".into())] });
         for want in [
             "numakit_cgroup_memory_bytes{cgroup=\"/s/job_42\",job_id=\"42\",node=\"1\"} 8192\n",
             "numakit_cgroup_own_local_bytes{cgroup=\"/s/job_42\",job_id=\"42\"} 4096\n",
@@ -508,13 +516,19 @@ mod tests {
             "# TYPE numakit_cgroup_numa_pages_migrated_total counter\n",
             "numakit_cgroup_numa_pages_migrated_total{cgroup=\"/svc \\\"q\\\"\"} 3\n",
             "numakit_exporter_cgroups_dropped 2\n",
+            "numakit_exporter_cgroups_unreadable 1\n",
         ] {
             assert!(t.contains(want), "missing {want:?} in\n{t}");
         }
         assert!(!t.contains("locality_ratio{cgroup=\"/svc"), "{t}");
         assert!(!t.contains("type=\"file\""), "{t}");
         assert_eq!(t.matches("# HELP").count(), t.matches("# TYPE").count());
-        assert_eq!(cgroups(&CgroupSample::default()), "# HELP numakit_exporter_cgroups_dropped Cgroups asked for or found (Slurm jobs) beyond --max-cgroups, not exported in this scrape.\n# TYPE numakit_exporter_cgroups_dropped gauge\nnumakit_exporter_cgroups_dropped 0\n");
+        let empty = cgroups(&CgroupSample::default());
+        assert!(
+            !empty.contains("numakit_cgroup_") && empty.contains("numakit_exporter_cgroups_dropped 0\n"),
+            "{empty}"
+        );
+        assert!(empty.contains("numakit_exporter_cgroups_unreadable 0\n"), "{empty}");
     }
 
     #[test]

@@ -352,10 +352,16 @@ pub fn folders(sys: &SysRoot, dir: &CgroupDir) -> Result<Vec<String>, SysError> 
 }
 
 /// The PIDs in `cgroup.procs` of the folders, sorted, without duplicates.
+/// A threaded cgroup's `cgroup.procs` cannot be read (`EOPNOTSUPP`): its
+/// threads belong to processes its threaded domain above lists.
 pub fn member_pids(sys: &SysRoot, folders: &[String]) -> Result<Vec<i32>, SysError> {
     let mut pids = Vec::new();
     for f in folders {
-        pids.extend(procs::cgroup::members_in(sys, f)?.unwrap_or_default());
+        match procs::cgroup::members_in(sys, f) {
+            Ok(m) => pids.extend(m.unwrap_or_default()),
+            Err(SysError::Io { source, .. }) if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(e),
+        }
     }
     pids.sort_unstable();
     pids.dedup();
@@ -418,6 +424,9 @@ pub struct CgroupSample {
     pub reports: Vec<JobReport>,
     /// Cgroups found or asked for beyond the cap, not read.
     pub dropped: usize,
+    /// Cgroups whose files could not be read or understood (left out, so
+    /// that one bad cgroup does not take the host's other figures away).
+    pub failed: Vec<(String, String)>,
 }
 
 impl CgroupSample {
@@ -454,10 +463,14 @@ impl CgroupSample {
         dirs.truncate(max);
         let page = super::page_size();
         let mut reports = Vec::with_capacity(dirs.len());
+        let mut failed = Vec::new();
         for d in &dirs {
-            reports.push(JobReport::collect_dir(sys, topo, d, page)?);
+            match JobReport::collect_dir(sys, topo, d, page) {
+                Ok(r) => reports.push(r),
+                Err(e) => failed.push((d.path.clone(), e.to_string())),
+            }
         }
-        Ok(CgroupSample { reports, dropped })
+        Ok(CgroupSample { reports, dropped, failed })
     }
 }
 
@@ -882,6 +895,11 @@ mod tests {
         assert_eq!((paths, s.dropped), (vec!["/user.slice/job_x", "/system.slice/slurmstepd.scope/job_42"], 1));
         assert_eq!(s.reports[1].processes.len(), 2);
         assert_eq!(CgroupSample::read(&sys, &topo, &asked, true, 0).expect("off"), CgroupSample::default());
+        // One garbage cgroup file: that cgroup is left out, named.
+        write(d.path(), "sys/fs/cgroup/user.slice/job_x/memory.stat", "numa_pages_migrated x\n");
+        let s = CgroupSample::read(&sys, &topo, &asked, true, 2).expect("sample");
+        assert_eq!((s.reports.len(), s.failed.len()), (1, 1));
+        assert!(s.failed[0].0 == "/user.slice/job_x" && s.failed[0].1.contains("memory.stat"), "{:?}", s.failed);
         assert_eq!(CgroupSample::read(&sys, &topo, &[], false, 5).expect("none").reports.len(), 0);
     }
 
