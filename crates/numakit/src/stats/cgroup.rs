@@ -30,7 +30,7 @@
 //! * **Counters** (`memory.stat`, cgroup v2, hierarchical): the NUMA
 //!   balancing and tiering events the kernel counts per cgroup:
 //!   `numa_pages_migrated`, `numa_pte_updates`, `numa_hint_faults`
-//!   (Linux 6.11+, with `CONFIG_NUMA_BALANCING`), `pgpromote_success`,
+//!   (recent kernels with `CONFIG_NUMA_BALANCING`; 6.12 has them), `pgpromote_success`,
 //!   `pgdemote_*`; any other `numa_*` key a kernel adds is kept too. The
 //!   kernel counts no per-cgroup `numa_hit`, `numa_miss`, `other_node` or
 //!   `numa_hint_faults_local` (those exist only per node and system-wide),
