@@ -15,7 +15,11 @@
 //! The work is done by `testbed/numakit-vm` (see `docs/testbed.md`); this crate
 //! describes topologies ([`Topology`]), validates them, builds that script's command
 //! line and parses what comes back.
+//!
+//! [`slurm`] starts a real Slurm (munged, slurmctld, slurmd on loopback) for a test,
+//! on the host or inside the guest.
 
+pub mod slurm;
 pub mod topology;
 pub mod vm;
 
@@ -31,6 +35,9 @@ pub enum Error {
     /// `numakit-vm` could not be run.
     #[error("test bed: {0}")]
     Harness(String),
+    /// A test Slurm could not start: what is missing, or the daemons' logs.
+    #[error("test Slurm: {0}")]
+    Slurm(String),
     /// The guest did not complete the checks (timeout 124, no report 125, ...).
     #[error("guest run failed with status {status}: {detail}")]
     Guest {

@@ -1,0 +1,493 @@
+//! A real Slurm for tests: munged, slurmctld and slurmd (one controller and one
+//! compute host on loopback), started from the installed packages with a
+//! configuration generated for the test.
+//!
+//! ```no_run
+//! use numakit_testbed::slurm::{Slurm, SlurmSpec};
+//!
+//! let slurm = Slurm::start(&SlurmSpec::default()).unwrap_or_else(|e| panic!("{e}"));
+//! let out = slurm.run("srun", ["/bin/true"]);
+//! assert!(out.success(), "{}", out.stderr);
+//! // every daemon, job step and task is killed when `slurm` is dropped
+//! ```
+//!
+//! Everything lives in one temporary folder: the munge key, socket, pid and seed
+//! files, `slurm.conf`, `plugstack.conf`, the controller's state, slurmd's spool,
+//! the logs, and `work/` (the working directory of commands from
+//! [`Slurm::command`], hence of the job's tasks). Ports are chosen free on
+//! 127.0.0.1. The daemons run in the foreground as children of the test; on drop
+//! (also while a test panics) they, the job steps' `slurmstepd`s (which Slurm
+//! detaches into sessions of their own, but which keep slurmd's working directory,
+//! the temporary folder) and their tasks are killed, and the folder is removed.
+//!
+//! Needs root (slurmd starts tasks as the job's user) and the Debian packages
+//! `munge slurmctld slurmd slurm-client`: without them [`Slurm::start`] fails
+//! with a message saying so (`scripts/install-deps` installs them).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{Error, Output};
+
+/// The programs a test Slurm needs, and the package each comes from.
+pub const PROGRAMS: &[(&str, &str)] = &[
+    ("munged", "munge"),
+    ("slurmctld", "slurmctld"),
+    ("slurmd", "slurmd"),
+    ("srun", "slurm-client"),
+    ("sbatch", "slurm-client"),
+    ("scontrol", "slurm-client"),
+    ("sinfo", "slurm-client"),
+];
+
+/// How the test Slurm is configured.
+#[derive(Debug, Clone)]
+pub struct SlurmSpec {
+    /// The compute host's name (`NodeName`, `slurmd -N`); default: this host's name.
+    pub node_name: Option<String>,
+    /// `TaskPlugin` (`task/none`, `task/affinity`, ...).
+    pub task_plugin: String,
+    /// `ProctrackType`.
+    pub proctrack: String,
+    /// The contents of the generated `plugstack.conf` (`PlugStackConfig`).
+    pub plugstack: String,
+    /// More `slurm.conf` lines, appended before the node and partition lines.
+    pub extra_conf: Vec<String>,
+    /// How long the daemons may take to be ready.
+    pub ready_timeout: Duration,
+}
+
+impl Default for SlurmSpec {
+    fn default() -> SlurmSpec {
+        SlurmSpec {
+            node_name: None,
+            task_plugin: "task/none".into(),
+            proctrack: "proctrack/linuxproc".into(),
+            plugstack: String::new(),
+            extra_conf: Vec::new(),
+            ready_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl SlurmSpec {
+    /// Sets the contents of `plugstack.conf`.
+    pub fn plugstack(mut self, text: impl Into<String>) -> SlurmSpec {
+        self.plugstack = text.into();
+        self
+    }
+
+    /// Sets `TaskPlugin`.
+    pub fn task_plugin(mut self, plugin: impl Into<String>) -> SlurmSpec {
+        self.task_plugin = plugin.into();
+        self
+    }
+}
+
+/// A running test Slurm; dropping it kills everything it started.
+#[derive(Debug)]
+pub struct Slurm {
+    dir: PathBuf,
+    node: String,
+    daemons: Vec<(&'static str, Child)>,
+}
+
+/// The first program of [`PROGRAMS`] not found in `PATH` (or `/usr/sbin`), with its package.
+pub fn missing_program() -> Option<(&'static str, &'static str)> {
+    PROGRAMS.iter().copied().find(|(prog, _)| find_program(prog).is_none())
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+impl Slurm {
+    /// Starts munged, slurmctld and slurmd and waits until the compute host is idle.
+    /// The error says what is missing, or carries the daemons' logs.
+    pub fn start(spec: &SlurmSpec) -> Result<Slurm, Error> {
+        if let Some((prog, pkg)) = missing_program() {
+            return Err(Error::Slurm(format!(
+                "{prog} is not installed (Debian package {pkg}; scripts/install-deps installs it)"
+            )));
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(Error::Slurm("a test Slurm needs root (slurmd starts tasks as the job's user)".into()));
+        }
+        let dir = make_temp_dir()?;
+        let node = match &spec.node_name {
+            Some(n) => n.clone(),
+            None => host_name()?,
+        };
+        let mut slurm = Slurm { dir, node, daemons: Vec::new() };
+        slurm.configure(spec)?;
+        slurm.spawn_all()?;
+        slurm.wait_ready(spec.ready_timeout)?;
+        Ok(slurm)
+    }
+
+    /// The temporary folder everything lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The generated `slurm.conf` (what `SLURM_CONF` points at).
+    pub fn conf(&self) -> PathBuf {
+        self.dir.join("slurm.conf")
+    }
+
+    /// The compute host's name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The working directory of [`Slurm::command`]s and of their jobs' tasks.
+    pub fn workdir(&self) -> PathBuf {
+        self.dir.join("work")
+    }
+
+    /// A command with `SLURM_CONF` set, the caller's `SLURM_*`/`SPANK_*` variables
+    /// removed, stdin empty, in [`Slurm::workdir`].
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            if k.starts_with("SLURM_")
+                || k.starts_with("SPANK_")
+                || k.starts_with("SBATCH_")
+                || k.starts_with("SALLOC_")
+            {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("SLURM_CONF", self.conf()).current_dir(self.workdir()).stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `program args` through [`Slurm::command`] and returns what it printed.
+    /// A program that cannot be started is status 127 with the reason on stderr.
+    pub fn run<I, S>(&self, program: &str, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        match self.command(program).args(args).output() {
+            Ok(o) => Output {
+                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+                status: o.status.code().unwrap_or(128),
+            },
+            Err(e) => Output { stdout: String::new(), stderr: format!("cannot run {program}: {e}"), status: 127 },
+        }
+    }
+
+    /// One daemon's log (`munged`, `slurmctld`, `slurmd`; slurmstepd writes to slurmd's).
+    pub fn log(&self, daemon: &str) -> String {
+        fs::read_to_string(self.dir.join("log").join(format!("{daemon}.log"))).unwrap_or_default()
+    }
+
+    /// The last lines of every daemon's log, for failure messages.
+    pub fn logs(&self) -> String {
+        logs_of(&self.dir)
+    }
+
+    fn configure(&self, spec: &SlurmSpec) -> Result<(), Error> {
+        let io = |what: &str, e: std::io::Error| Error::Slurm(format!("{what}: {e}"));
+        for sub in ["run", "state", "spool", "log", "work"] {
+            fs::create_dir_all(self.dir.join(sub)).map_err(|e| io(sub, e))?;
+        }
+        // The work folder is where tasks run, possibly as another user.
+        let _ = fs::set_permissions(self.workdir(), fs::Permissions::from_mode(0o1777));
+        let key = self.dir.join("munge.key");
+        let mut bytes = vec![0u8; 1024];
+        fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+            .map_err(|e| io("/dev/urandom", e))?;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o400)
+            .open(&key)
+            .map_err(|e| io("munge.key", e))?;
+        f.write_all(&bytes).map_err(|e| io("munge.key", e))?;
+        fs::write(self.dir.join("plugstack.conf"), &spec.plugstack).map_err(|e| io("plugstack.conf", e))?;
+        let node_line = node_line(&self.node)?;
+        let (ctld_port, slurmd_port) = free_ports()?;
+        let d = self.dir.display();
+        let mut conf = format!(
+            "# generated by numakit-testbed for one test\n\
+             ClusterName=nktest\n\
+             SlurmctldHost={node}(127.0.0.1)\n\
+             SlurmctldPort={ctld_port}\n\
+             SlurmdPort={slurmd_port}\n\
+             SlurmUser=root\n\
+             SlurmdUser=root\n\
+             AuthType=auth/munge\n\
+             AuthInfo=socket={d}/run/munge.socket\n\
+             CredType=cred/munge\n\
+             MpiDefault=none\n\
+             ProctrackType={proctrack}\n\
+             TaskPlugin={task}\n\
+             StateSaveLocation={d}/state\n\
+             SlurmdSpoolDir={d}/spool\n\
+             SlurmctldPidFile={d}/run/slurmctld.pid\n\
+             SlurmdPidFile={d}/run/slurmd.pid\n\
+             SlurmctldLogFile={d}/log/slurmctld.log\n\
+             SlurmdLogFile={d}/log/slurmd.log\n\
+             SlurmctldDebug=info\n\
+             SlurmdDebug=verbose\n\
+             SchedulerType=sched/builtin\n\
+             SelectType=select/cons_tres\n\
+             SelectTypeParameters=CR_CPU\n\
+             ReturnToService=2\n\
+             KillWait=2\n\
+             MessageTimeout=10\n\
+             JobCompType=jobcomp/none\n\
+             AccountingStorageType=accounting_storage/none\n\
+             JobAcctGatherType=jobacct_gather/none\n\
+             PlugStackConfig={d}/plugstack.conf\n",
+            node = self.node,
+            proctrack = spec.proctrack,
+            task = spec.task_plugin,
+        );
+        for line in &spec.extra_conf {
+            conf.push_str(line);
+            conf.push('\n');
+        }
+        conf.push_str(&node_line);
+        conf.push_str(&format!("PartitionName=test Nodes={} Default=YES MaxTime=INFINITE State=UP\n", self.node));
+        fs::write(self.conf(), conf).map_err(|e| io("slurm.conf", e))
+    }
+
+    fn spawn_all(&mut self) -> Result<(), Error> {
+        let d = self.dir.clone();
+        let p = |s: &str| d.join(s).into_os_string();
+        let mut munged = Command::new("munged");
+        munged
+            .args(["-F", "-f", "--num-threads=4"])
+            .arg("--key-file")
+            .arg(p("munge.key"))
+            .arg("-S")
+            .arg(p("run/munge.socket"))
+            .arg("--pid-file")
+            .arg(p("run/munged.pid"))
+            .arg("--seed-file")
+            .arg(p("state/munged.seed"))
+            .arg("--log-file")
+            .arg(p("log/munged.log"));
+        self.spawn("munged", munged)?;
+        self.wait_for(Duration::from_secs(10), "munged's socket", |s| s.dir.join("run/munge.socket").exists())?;
+        let mut ctld = Command::new("slurmctld");
+        ctld.args(["-D", "-i", "-f"]).arg(self.conf());
+        self.spawn("slurmctld", ctld)?;
+        let mut slurmd = Command::new("slurmd");
+        slurmd.args(["-D", "-N", &self.node, "-f"]).arg(self.conf());
+        self.spawn("slurmd", slurmd)
+    }
+
+    /// Starts one daemon in the foreground, in the temporary folder (which its
+    /// detached children keep as their working directory: that is how drop finds
+    /// them), stdout and stderr appended to `log/NAME.out` (munged's to its log).
+    fn spawn(&mut self, name: &'static str, mut cmd: Command) -> Result<(), Error> {
+        let out_name = if name == "munged" { "munged.log".to_string() } else { format!("{name}.out") };
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("log").join(out_name))
+            .map_err(|e| Error::Slurm(format!("{name} log: {e}")))?;
+        let err = out.try_clone().map_err(|e| Error::Slurm(format!("{name} log: {e}")))?;
+        cmd.current_dir(&self.dir)
+            .env("SLURM_CONF", self.conf())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        let child = cmd.spawn().map_err(|e| Error::Slurm(format!("cannot start {name}: {e}")))?;
+        self.daemons.push((name, child));
+        Ok(())
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), Error> {
+        self.wait_for(timeout, "the compute host to be idle", |s| {
+            let ping = s.run("scontrol", ["ping"]);
+            if !ping.stdout.contains("UP") {
+                return false;
+            }
+            let state = s.run("sinfo", ["-h", "-n", &s.node, "-o", "%T"]);
+            state.success() && state.stdout.trim() == "idle"
+        })
+    }
+
+    /// Polls `ready` every 100 ms; fails with the logs after `timeout`, or as soon
+    /// as a daemon has exited.
+    fn wait_for(&mut self, timeout: Duration, what: &str, ready: impl Fn(&Slurm) -> bool) -> Result<(), Error> {
+        let start = Instant::now();
+        loop {
+            if ready(self) {
+                return Ok(());
+            }
+            for (name, child) in &mut self.daemons {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(Error::Slurm(format!(
+                        "{name} exited ({status}) while waiting for {what}\n{}",
+                        logs_of(&self.dir)
+                    )));
+                }
+            }
+            if start.elapsed() > timeout {
+                return Err(Error::Slurm(format!(
+                    "timed out after {:?} waiting for {what}\n{}",
+                    timeout,
+                    logs_of(&self.dir)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// The last lines of every daemon's log in `dir`.
+fn logs_of(dir: &Path) -> String {
+    let mut out = String::new();
+    for d in ["munged", "slurmctld", "slurmd"] {
+        let log = fs::read_to_string(dir.join("log").join(format!("{d}.log"))).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(40)..];
+        out.push_str(&format!("--- {d}.log (last {} lines) ---\n{}\n", tail.len(), tail.join("\n")));
+    }
+    out
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        kill_everything(&self.dir, &mut self.daemons);
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Kills the daemons, every process whose working directory is in `dir`
+/// (slurmstepd, and tasks started from [`Slurm::workdir`]) and all their
+/// descendants, then reaps the daemons.
+fn kill_everything(dir: &Path, daemons: &mut [(&'static str, Child)]) {
+    for _round in 0..3 {
+        let mut doomed: BTreeSet<i32> = daemons.iter().map(|(_, c)| c.id() as i32).collect();
+        let procs = process_table();
+        for (pid, _, cwd) in &procs {
+            if cwd.as_deref().is_some_and(|c| c.starts_with(dir)) {
+                doomed.insert(*pid);
+            }
+        }
+        loop {
+            let before = doomed.len();
+            for (pid, ppid, _) in &procs {
+                if doomed.contains(ppid) {
+                    doomed.insert(*pid);
+                }
+            }
+            if doomed.len() == before {
+                break;
+            }
+        }
+        let me = std::process::id() as i32;
+        doomed.remove(&me);
+        for pid in &doomed {
+            // SAFETY: kill has no memory-safety preconditions; the pids are ours.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (_, child) in daemons.iter_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// (pid, parent pid, working directory) of every process that can be read.
+fn process_table() -> Vec<(i32, i32, Option<PathBuf>)> {
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else { continue };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse::<i32>().ok()) else { continue };
+        out.push((pid, ppid, fs::read_link(e.path().join("cwd")).ok()));
+    }
+    out
+}
+
+fn make_temp_dir() -> Result<PathBuf, Error> {
+    let base = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let dir = base.join(format!("nk-slurm-{}-{nanos:x}-{attempt}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => {
+                // Slurm's daemons and munged check that their folders are not
+                // writable by others; the job's user must reach work/.
+                let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o755));
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::Slurm(format!("cannot create a folder in {}: {e}", base.display()))),
+        }
+    }
+    Err(Error::Slurm(format!("cannot create a fresh folder in {}", base.display())))
+}
+
+fn host_name() -> Result<String, Error> {
+    let name = fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_err(|e| Error::Slurm(format!("cannot read the host name: {e}")))?;
+    let name = name.trim();
+    // slurmd uses the short name.
+    Ok(name.split('.').next().unwrap_or(name).to_string())
+}
+
+/// The node line: what `slurmd -C` reports of this host (so slurmd finds the
+/// configuration matches it), named `node`, at 127.0.0.1.
+fn node_line(node: &str) -> Result<String, Error> {
+    let out = Command::new("slurmd")
+        .arg("-C")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::Slurm(format!("cannot run slurmd -C: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(line) = text.lines().find(|l| l.starts_with("NodeName=")) else {
+        return Err(Error::Slurm(format!(
+            "slurmd -C printed no NodeName line: {}{}",
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    };
+    let hardware: Vec<&str> = line
+        .split_whitespace()
+        .filter(|f| {
+            ["CPUs=", "Boards=", "SocketsPerBoard=", "CoresPerSocket=", "ThreadsPerCore=", "RealMemory="]
+                .iter()
+                .any(|k| f.starts_with(k))
+        })
+        .collect();
+    Ok(format!("NodeName={node} NodeAddr=127.0.0.1 {} State=UNKNOWN\n", hardware.join(" ")))
+}
+
+/// Two TCP ports free on 127.0.0.1 (bound together, then released).
+fn free_ports() -> Result<(u16, u16), Error> {
+    let bind = || TcpListener::bind("127.0.0.1:0").and_then(|l| Ok((l.local_addr()?.port(), l)));
+    let err = |e: std::io::Error| Error::Slurm(format!("cannot find a free port: {e}"));
+    let (a, _la) = bind().map_err(err)?;
+    let (b, _lb) = bind().map_err(err)?;
+    Ok((a, b))
+}
