@@ -1,0 +1,133 @@
+//! numakit's Slurm SPANK plugin (`libnumakit_spank.so`): the job option
+//! `--numa=auto|local|interleave|none|nodes:LIST` for `sbatch`, `srun` and
+//! `salloc`, applied to each task by numakit's library.
+//!
+//! A site adds one line to `plugstack.conf`:
+//!
+//! ```text
+//! optional /usr/lib/x86_64-linux-gnu/slurm/libnumakit_spank.so default=none allowed=auto,none,local
+//! ```
+//!
+//! - `default=MODE`: the mode of jobs that do not ask (default `none`);
+//! - `allowed=MODE,...`: the modes users may ask for (default: all).
+//!
+//! A bad argument is one error line in Slurm's log and fails the plugin's init
+//! (so a `required` plugin stops the daemons and commands that load it). A bad
+//! `--numa` value, or one the site does not allow, fails the submission with one
+//! line naming the value as typed. In each task, just before exec, the mode is
+//! applied to the task's own process (inherited across exec); the task finds it
+//! in `NUMAKIT_NUMA` and what it was given in `NUMAKIT_NUMA_PLACED`.
+//!
+//! Rules of the house: every hook body runs under [`std::panic::catch_unwind`]
+//! and a panic is an error code plus one line in Slurm's log, never an unwind
+//! into Slurm; nothing is written to stdout or stderr except through Slurm's
+//! log functions; libslurm is not linked (see [`ffi`]).
+
+#![allow(non_upper_case_globals)]
+
+mod ffi;
+mod hooks;
+mod interim;
+
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
+
+use ffi::{Level, SpankHandle, SLURM_ERROR};
+
+/// The library's job placement (stand-in until `numakit::place::job` lands).
+use interim as job;
+
+include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
+
+// SPANK_PLUGIN(numakit, 1), as slurm/spank.h (22.05) expands it:
+//   const char plugin_name [] = "numakit";
+//   const char plugin_type [] = "spank";
+//   const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+//   const unsigned int spank_plugin_version = 1;
+// The names are arrays of chars (the symbol is the string itself, not a pointer
+// to it); Slurm loads the plugin only if plugin_version is its own version.
+
+/// `plugin_name`: the plugin's name in Slurm's messages.
+#[no_mangle]
+pub static plugin_name: [u8; 8] = *b"numakit\0";
+/// `plugin_type`: a SPANK plugin.
+#[no_mangle]
+pub static plugin_type: [u8; 6] = *b"spank\0";
+/// `plugin_version`: the Slurm version this was built against.
+#[no_mangle]
+pub static plugin_version: u32 = SLURM_VERSION_NUMBER;
+/// `spank_plugin_version`: this plugin's own version.
+#[no_mangle]
+pub static spank_plugin_version: u32 = 1;
+
+/// Runs a hook body: `Ok` is 0, `Err` (already logged) or a panic is -1. A
+/// panic's message goes to Slurm's log through the panic hook.
+fn guard(f: impl FnOnce() -> Result<(), ()>) -> c_int {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        // This library has its own copy of std, so the hook is the plugin's alone.
+        std::panic::set_hook(Box::new(|info| {
+            let line = info.to_string().replace('\n', " ");
+            ffi::log(Level::Error, &format!("numakit: internal error: {line}"));
+        }));
+    });
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(())) | Err(_) => SLURM_ERROR,
+    }
+}
+
+/// `slurm_spank_init`: plugin arguments, option registration.
+///
+/// # Safety
+/// Called by Slurm: `av` holds `ac` NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_init(spank: SpankHandle, ac: c_int, av: *const *const c_char) -> c_int {
+    guard(|| {
+        // SAFETY: Slurm's argument vector, per this function's contract.
+        let args = unsafe { ffi::args(ac, av) };
+        hooks::init(spank, &args)
+    })
+}
+
+/// `slurm_spank_task_init`: places the task (remote context, the task's process,
+/// as the job's user, just before exec).
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_task_init(spank: SpankHandle, _ac: c_int, _av: *const *const c_char) -> c_int {
+    guard(|| hooks::task_init(spank))
+}
+
+/// `slurm_spank_task_exit`: a task ended (slurmstepd).
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_task_exit(spank: SpankHandle, _ac: c_int, _av: *const *const c_char) -> c_int {
+    guard(|| hooks::task_exit(spank))
+}
+
+/// `slurm_spank_exit`: the step, or the command, is done.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_exit(spank: SpankHandle, _ac: c_int, _av: *const *const c_char) -> c_int {
+    guard(|| hooks::exit(spank))
+}
+
+/// The `--numa` option's callback (every context where the option is seen).
+unsafe extern "C" fn numa_option_cb(_val: c_int, optarg: *const c_char, _remote: c_int) -> c_int {
+    guard(|| {
+        let typed = if optarg.is_null() {
+            String::new()
+        } else {
+            // SAFETY: Slurm passes the option's value as a NUL-terminated string.
+            unsafe { CStr::from_ptr(optarg) }.to_string_lossy().into_owned()
+        };
+        hooks::option_value(&typed)
+    })
+}
