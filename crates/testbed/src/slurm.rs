@@ -192,6 +192,13 @@ impl Slurm {
         }
     }
 
+    /// Replaces `plugstack.conf`: srun, sbatch and salloc read it at each start,
+    /// slurmstepd at each step's start (slurmd read it when it started).
+    pub fn set_plugstack(&self, text: &str) -> Result<(), Error> {
+        let path = self.dir.join("plugstack.conf");
+        fs::write(&path, text).map_err(|e| Error::Slurm(format!("{}: {e}", path.display())))
+    }
+
     /// One daemon's log (`munged`, `slurmctld`, `slurmd`; slurmstepd writes to slurmd's).
     pub fn log(&self, daemon: &str) -> String {
         fs::read_to_string(self.dir.join("log").join(format!("{daemon}.log"))).unwrap_or_default()
