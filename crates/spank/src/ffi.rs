@@ -155,8 +155,8 @@ pub enum Level {
     Debug,
 }
 
-/// Writes one line to Slurm's log (nothing when the process has no Slurm log).
-pub fn log(level: Level, msg: &str) {
+/// Writes one line to Slurm's log; false when the process has no Slurm log.
+pub fn log(level: Level, msg: &str) -> bool {
     let a = api();
     let f = match level {
         Level::Error => a.error,
@@ -164,10 +164,11 @@ pub fn log(level: Level, msg: &str) {
         Level::Verbose => a.verbose,
         Level::Debug => a.debug,
     };
-    let Some(f) = f else { return };
+    let Some(f) = f else { return false };
     let line = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
     // SAFETY: a printf-style function given "%s" and one NUL-terminated string.
     unsafe { f(c"%s".as_ptr(), line.as_ptr()) };
+    true
 }
 
 /// `spank_context()`.

@@ -41,7 +41,10 @@ impl JobMode {
             "none" => JobMode::None,
             _ => match text.strip_prefix("nodes:") {
                 Some(list) => {
-                    NodeSet::parse_list(list).map_err(|e| format!("bad node list {list:?}: {e}"))?;
+                    let nodes = NodeSet::parse_list(list).map_err(|e| format!("bad node list {list:?}: {e}"))?;
+                    if nodes.is_empty() {
+                        return Err("an empty node list".into());
+                    }
                     JobMode::Nodes(list.to_string())
                 }
                 None => return Err(format!("not a NUMA mode (expected {MODES})")),

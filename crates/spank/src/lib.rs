@@ -67,9 +67,13 @@ fn guard(f: impl FnOnce() -> Result<(), ()>) -> c_int {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         // This library has its own copy of std, so the hook is the plugin's alone.
-        std::panic::set_hook(Box::new(|info| {
+        // Outside Slurm (the unit tests) the previous hook reports.
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
             let line = info.to_string().replace('\n', " ");
-            ffi::log(Level::Error, &format!("numakit: internal error: {line}"));
+            if !ffi::log(Level::Error, &format!("numakit: internal error: {line}")) {
+                previous(info);
+            }
         }));
     });
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -130,4 +134,64 @@ unsafe extern "C" fn numa_option_cb(_val: c_int, optarg: *const c_char, _remote:
         };
         hooks::option_value(&typed)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Outside Slurm the spank_* and slurm_* functions are absent: hooks must
+    // still return, and logging is a no-op. The plugin's state is global:
+    // tests that set the site take this lock.
+    static SITE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn a_panic_is_an_error_code_not_an_unwind() {
+        assert_eq!(guard(|| Ok(())), 0);
+        assert_eq!(guard(|| Err(())), SLURM_ERROR);
+        assert_eq!(guard(|| panic!("boom")), SLURM_ERROR);
+        // and again, with the hook already installed
+        assert_eq!(guard(|| panic!("boom")), SLURM_ERROR);
+    }
+
+    #[test]
+    fn the_option_callback_accepts_modes_and_refuses_the_rest() {
+        let _site = SITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: no arguments.
+        assert_eq!(unsafe { slurm_spank_init(std::ptr::null_mut(), 0, std::ptr::null()) }, 0);
+        for ok in [c"auto", c"local", c"interleave", c"none", c"nodes:0-1"] {
+            // SAFETY: a NUL-terminated string, as Slurm passes.
+            assert_eq!(unsafe { numa_option_cb(0, ok.as_ptr(), 0) }, 0, "{ok:?}");
+        }
+        for bad in [c"", c"bogus", c"Local", c"nodes:", c"nodes:x"] {
+            // SAFETY: as above.
+            assert_eq!(unsafe { numa_option_cb(0, bad.as_ptr(), 1) }, SLURM_ERROR, "{bad:?}");
+        }
+        // SAFETY: a null value (an option without its argument) is allowed.
+        assert_eq!(unsafe { numa_option_cb(0, std::ptr::null(), 0) }, SLURM_ERROR);
+    }
+
+    #[test]
+    fn init_fails_on_a_bad_argument_and_hooks_return_outside_slurm() {
+        let _site = SITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let good = [c"default=local".as_ptr(), c"allowed=local,none".as_ptr()];
+        let bad = [c"sideways".as_ptr()];
+        let null = std::ptr::null_mut();
+        // SAFETY: argument vectors of NUL-terminated strings of the given lengths.
+        unsafe {
+            assert_eq!(slurm_spank_init(null, 2, good.as_ptr()), 0);
+            assert_eq!(slurm_spank_init(null, 1, bad.as_ptr()), SLURM_ERROR);
+            assert_eq!(slurm_spank_init(null, 0, std::ptr::null()), 0);
+            assert_eq!(slurm_spank_task_init(null, 0, std::ptr::null()), 0, "not remote: nothing to do");
+            assert_eq!(slurm_spank_task_exit(null, 0, std::ptr::null()), 0);
+            assert_eq!(slurm_spank_exit(null, 0, std::ptr::null()), 0);
+        }
+    }
+
+    #[test]
+    fn the_version_is_slurms() {
+        assert_eq!(plugin_version, SLURM_VERSION_NUMBER);
+        assert_eq!(&plugin_name, b"numakit\0");
+        assert_eq!(&plugin_type, b"spank\0");
+    }
 }
