@@ -56,7 +56,8 @@ pub struct SlurmSpec {
     pub task_plugin: String,
     /// `ProctrackType`.
     pub proctrack: String,
-    /// The contents of the generated `plugstack.conf` (`PlugStackConfig`).
+    /// The contents of the generated `plugstack.conf` (`PlugStackConfig`);
+    /// `{dir}` stands for the test Slurm's folder.
     pub plugstack: String,
     /// More `slurm.conf` lines, appended before the node and partition lines.
     pub extra_conf: Vec<String>,
@@ -192,10 +193,12 @@ impl Slurm {
         }
     }
 
-    /// Replaces `plugstack.conf`: srun, sbatch and salloc read it at each start,
-    /// slurmstepd at each step's start (slurmd read it when it started).
+    /// Replaces `plugstack.conf` (`{dir}` in `text` stands for [`Slurm::dir`]):
+    /// srun, sbatch and salloc read it at each start, slurmstepd at each step's
+    /// start (slurmd read it when it started).
     pub fn set_plugstack(&self, text: &str) -> Result<(), Error> {
         let path = self.dir.join("plugstack.conf");
+        let text = text.replace("{dir}", &self.dir.to_string_lossy());
         fs::write(&path, text).map_err(|e| Error::Slurm(format!("{}: {e}", path.display())))
     }
 
@@ -228,7 +231,7 @@ impl Slurm {
             .open(&key)
             .map_err(|e| io("munge.key", e))?;
         f.write_all(&bytes).map_err(|e| io("munge.key", e))?;
-        fs::write(self.dir.join("plugstack.conf"), &spec.plugstack).map_err(|e| io("plugstack.conf", e))?;
+        self.set_plugstack(&spec.plugstack)?;
         let node_line = node_line(&self.node)?;
         let (ctld_port, slurmd_port) = free_ports()?;
         let d = self.dir.display();
