@@ -104,6 +104,7 @@ struct Api {
     info: Option<LogFn>,
     verbose: Option<LogFn>,
     debug: Option<LogFn>,
+    user: Option<LogFn>,
     register: Option<RegisterFn>,
     get_item: Option<GetItemFn>,
     setenv: Option<SetenvFn>,
@@ -134,6 +135,7 @@ fn api() -> &'static Api {
             info: f!(c"slurm_info", LogFn),
             verbose: f!(c"slurm_verbose", LogFn),
             debug: f!(c"slurm_debug", LogFn),
+            user: f!(c"slurm_spank_log", LogFn),
             register: f!(c"spank_option_register", RegisterFn),
             get_item: f!(c"spank_get_item", GetItemFn),
             setenv: f!(c"spank_setenv", SetenvFn),
@@ -153,6 +155,9 @@ pub enum Level {
     Verbose,
     /// `slurm_debug`.
     Debug,
+    /// `slurm_spank_log`: at error level, without the "error: " prefix, so
+    /// srun shows it to the user (warnings).
+    User,
 }
 
 /// Writes one line to Slurm's log; false when the process has no Slurm log.
@@ -163,6 +168,7 @@ pub fn log(level: Level, msg: &str) -> bool {
         Level::Info => a.info,
         Level::Verbose => a.verbose,
         Level::Debug => a.debug,
+        Level::User => a.user,
     };
     let Some(f) = f else { return false };
     let line = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();

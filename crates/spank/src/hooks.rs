@@ -1,14 +1,20 @@
 //! What each hook does, in Rust terms: the plugin's state (the site's settings,
 //! the mode the job asked for), reading the option, placing a task. The
-//! decisions are the library's ([`job`]); this is the adapter between them and
-//! Slurm's calls.
+//! decisions, the ledger and the daemon registration are the library's
+//! ([`numakit::batch`]); this is the adapter between them and Slurm's calls.
 
 use std::sync::{Mutex, OnceLock};
 
+use numakit::act;
+use numakit::batch::ledger::Ledger;
+use numakit::batch::mode::MODE_NAMES;
+use numakit::batch::{self, JobMode, Placed, Site, TaskInfo};
+use numakit::place::MemMode;
+use numakit::procs::cgroup;
+use numakit::sets::CpuSet;
 use numakit::sys::SysRoot;
 
 use crate::ffi::{self, Context, Item, Level, SpankHandle, SpankOption};
-use crate::job::{self, JobMode, Site, TaskInfo};
 
 /// The option's name (`--numa`).
 pub const OPTION: &str = "numa";
@@ -23,7 +29,7 @@ static SITE: Mutex<Option<Site>> = Mutex::new(None);
 static ASKED: Mutex<Option<JobMode>> = Mutex::new(None);
 
 fn site() -> Site {
-    lock(&SITE).clone().unwrap_or(Site { default: JobMode::None, allowed: None })
+    lock(&SITE).clone().unwrap_or_default()
 }
 
 /// A poisoned lock only means a hook panicked (and failed) earlier; the value is
@@ -40,7 +46,7 @@ fn error(msg: &str) {
 /// job's options are seen (srun, sbatch, salloc, slurmstepd).
 pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
     let ctx = ffi::context();
-    let site = Site::from_args(args).map_err(|e| error(&e))?;
+    let site = Site::from_args(args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
     let usage = usage(&site);
     *lock(&SITE) = Some(site);
     if matches!(ctx, Context::Local | Context::Allocator | Context::Remote) {
@@ -50,9 +56,10 @@ pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
 }
 
 fn usage(site: &Site) -> String {
-    let mut text = format!("NUMA placement of each task: {} (default {}", job::MODES, site.default);
-    if let Some(allowed) = &site.allowed {
-        text.push_str(&format!("; allowed here: {}", allowed.join(", ")));
+    let mut text =
+        format!("NUMA placement of each task: auto, local, interleave, none or nodes:LIST (default {}", site.default);
+    if site.allowed.len() < MODE_NAMES.len() {
+        text.push_str(&format!("; allowed here: {}", site.allowed.join(", ")));
     }
     text.push(')');
     text
@@ -88,35 +95,64 @@ fn option(usage: String) -> &'static SpankOption {
 /// The option callback: the value as typed, checked against the site's list.
 /// In srun, sbatch and salloc a refusal fails the submission.
 pub fn option_value(typed: &str) -> Result<(), ()> {
-    let mode = JobMode::parse(typed).map_err(|e| error(&format!("--{OPTION}={typed}: {e}")))?;
-    site().check(&mode).map_err(|e| error(&format!("--{OPTION}={typed}: {e}")))?;
+    let mode = JobMode::parse(typed).map_err(|e| error(&e))?;
+    site().check(&mode).map_err(|e| error(&e))?;
     *lock(&ASKED) = Some(mode);
     Ok(())
 }
 
-/// The mode of this job: what it asked for, else the site's default.
-fn mode() -> JobMode {
-    lock(&ASKED).clone().unwrap_or_else(|| site().default)
-}
-
-fn task_info(spank: SpankHandle) -> TaskInfo {
-    TaskInfo {
-        job_id: ffi::get_u32(spank, Item::JobId).unwrap_or(0),
-        step_id: ffi::get_u32(spank, Item::JobStepId).unwrap_or(0),
-        local_task_id: ffi::get_i32(spank, Item::TaskId).map_or(0, |t| t.max(0) as u32),
-        local_tasks: ffi::get_u32(spank, Item::JobLocalTaskCount).unwrap_or(1),
-        cpus_per_task: ffi::get_u32(spank, Item::StepCpusPerTask),
+/// The mode of this job: what it asked for (`true`), else the site's default.
+fn mode() -> (JobMode, bool) {
+    match lock(&ASKED).clone() {
+        Some(m) => (m, true),
+        None => (site().default, false),
     }
 }
 
-/// `job.step` as Slurm writes it (`5.0`, `5.batch`).
-fn step_name(task: &TaskInfo) -> String {
-    match task.step_id {
-        0xffff_fffa => format!("{}.interactive", task.job_id),
-        0xffff_fffb => format!("{}.batch", task.job_id),
-        0xffff_fffc => format!("{}.extern", task.job_id),
-        s => format!("{}.{s}", task.job_id),
+/// Slurm's ids of the task being started or ended.
+struct Ids {
+    job: u32,
+    step: u32,
+    task: u32,
+}
+
+impl Ids {
+    fn of(spank: SpankHandle) -> Ids {
+        Ids {
+            job: ffi::get_u32(spank, Item::JobId).unwrap_or(0),
+            step: ffi::get_u32(spank, Item::JobStepId).unwrap_or(0),
+            task: ffi::get_i32(spank, Item::TaskId).map_or(0, |t| t.max(0) as u32),
+        }
     }
+
+    /// `5.0`, `5.batch`: the step as Slurm writes it.
+    fn step(&self) -> String {
+        match self.step {
+            0xffff_fffa => format!("{}.interactive", self.job),
+            0xffff_fffb => format!("{}.batch", self.job),
+            0xffff_fffc => format!("{}.extern", self.job),
+            s => format!("{}.{s}", self.job),
+        }
+    }
+
+    /// `slurm job 5.0 task 1`.
+    fn label(&self) -> String {
+        format!("slurm job {} task {}", self.step(), self.task)
+    }
+}
+
+/// The job's own cgroup (v2) for the daemon to exclude: the calling task's
+/// cgroup cut after its `job_ID` folder, or nothing when the task is in no
+/// folder of this job (proctrack/linuxproc, cgroup v1): never a cgroup that
+/// holds more than this job.
+fn job_cgroup(job: u32) -> Option<String> {
+    let path = cgroup::read_path(&SysRoot::live(), std::process::id() as i32).ok().flatten()?;
+    let folder = format!("/job_{job}");
+    let end = path
+        .find(&format!("{folder}/"))
+        .map(|i| i + folder.len())
+        .or_else(|| path.ends_with(&folder).then_some(path.len()))?;
+    Some(path[..end].to_string())
 }
 
 /// `slurm_spank_task_init`, in the task's process just before exec: places it.
@@ -124,22 +160,27 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     if ffi::context() != Context::Remote {
         return Ok(());
     }
-    let mode = mode();
-    let task = task_info(spank);
-    let who = format!("job {} task {}", step_name(&task), task.local_task_id);
-    let placed = if mode == JobMode::None {
-        if let Err(e) = job::exclude_job(&task) {
-            ffi::log(Level::Verbose, &format!("numakit: {who}: --{OPTION}=none: {e}"));
-        }
-        "unchanged".to_string()
-    } else {
-        let site = site();
-        let placed = job::place_task(&SysRoot::live(), &site, &mode, &task)
-            .map_err(|e| error(&format!("{who}: --{OPTION}={mode}: {e}")))?;
-        placed.to_string()
+    let (mode, asked) = mode();
+    let ids = Ids::of(spank);
+    let who = ids.label();
+    let task = TaskInfo {
+        label: who.clone(),
+        cpus: ffi::get_u32(spank, Item::StepCpusPerTask).unwrap_or(1).max(1),
+        mem_bytes: 0,
+        reserve: CpuSet::new(),
     };
-    ffi::log(Level::Info, &format!("numakit: {who}: {mode}: {placed}"));
-    for (name, value) in [(ENV_MODE, mode.to_string()), (ENV_PLACED, placed)] {
+    let site = site();
+    let cgroup = if mode == JobMode::None { job_cgroup(ids.job) } else { None };
+    let placed = batch::place_task(&SysRoot::live(), &site, &mode, &task, cgroup.as_deref())
+        .map_err(|e| error(&format!("{who}: {e}")))?;
+    let given = summary(&placed);
+    ffi::log(Level::Info, &format!("numakit: {who}: {mode}: {given} ({})", placed.decision.reason));
+    if let Some(w) = &placed.warning {
+        // A site default of none without a daemon is every job: the log only.
+        let level = if asked || mode != JobMode::None { Level::User } else { Level::Info };
+        ffi::log(level, &format!("numakit: {who}: {w}"));
+    }
+    for (name, value) in [(ENV_MODE, mode.to_string()), (ENV_PLACED, given)] {
         if let Err(e) = ffi::setenv(spank, name, &value) {
             ffi::log(Level::Verbose, &format!("numakit: {who}: {e}"));
         }
@@ -147,22 +188,36 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     Ok(())
 }
 
-/// `slurm_spank_task_exit`, in slurmstepd after a task ended.
+/// `cpus LIST, memory POLICY [NODES]`: what the task has now.
+fn summary(placed: &Placed) -> String {
+    let cpus = act::get_affinity(act::Pid::SELF).map(|c| c.to_list()).unwrap_or_else(|_| "?".into());
+    let memory = match placed.decision.plan.as_ref().and_then(|p| p.memory.as_ref()) {
+        None => "unchanged".to_string(),
+        Some(m) if m.mode == MemMode::Local => "local".to_string(),
+        Some(m) => format!("{} {}", m.mode.name(), m.nodes.to_list()),
+    };
+    format!("cpus {cpus}, memory {memory}")
+}
+
+/// `slurm_spank_task_exit`, in slurmstepd after a task ended: its ledger entry
+/// goes (the ledger would forget it anyway once the pid is gone).
 pub fn task_exit(spank: SpankHandle) -> Result<(), ()> {
-    let task = task_info(spank);
+    let ids = Ids::of(spank);
     let status = ffi::get_i32(spank, Item::TaskExitStatus).unwrap_or(-1);
-    ffi::log(
-        Level::Debug,
-        &format!("numakit: job {} task {} exited (status {status:#x})", step_name(&task), task.local_task_id),
-    );
+    if let Some(pid) = ffi::get_i32(spank, Item::TaskPid) {
+        if let Err(e) = Ledger::new(&site().ledger).remove(pid) {
+            ffi::log(Level::Verbose, &format!("numakit: {}: {e}", ids.label()));
+        }
+    }
+    ffi::log(Level::Debug, &format!("numakit: {} exited (status {status:#x})", ids.label()));
     Ok(())
 }
 
 /// `slurm_spank_exit`: the step (or srun, sbatch) is done.
 pub fn exit(spank: SpankHandle) -> Result<(), ()> {
     if ffi::context() == Context::Remote {
-        let task = task_info(spank);
-        ffi::log(Level::Debug, &format!("numakit: job {} done", step_name(&task)));
+        let ids = Ids::of(spank);
+        ffi::log(Level::Debug, &format!("numakit: slurm job {} done", ids.step()));
     }
     Ok(())
 }

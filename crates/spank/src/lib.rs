@@ -9,7 +9,10 @@
 //! ```
 //!
 //! - `default=MODE`: the mode of jobs that do not ask (default `none`);
-//! - `allowed=MODE,...`: the modes users may ask for (default: all).
+//! - `allowed=MODE,...`: the modes users may ask for (default: all);
+//! - `ledger=DIR`, `socket=PATH`, `sample=MS`: where placements are recorded,
+//!   the numakit daemon's socket, how long to sample the load without a daemon
+//!   (see `numakit::batch::Site`).
 //!
 //! A bad argument is one error line in Slurm's log and fails the plugin's init
 //! (so a `required` plugin stops the daemons and commands that load it). A bad
@@ -17,6 +20,9 @@
 //! line naming the value as typed. In each task, just before exec, the mode is
 //! applied to the task's own process (inherited across exec); the task finds it
 //! in `NUMAKIT_NUMA` and what it was given in `NUMAKIT_NUMA_PLACED`.
+//!
+//! The decisions, the host-local ledger and the daemon registration of `none`
+//! are the library's (`numakit::batch`); the plugin only adapts Slurm's calls.
 //!
 //! Rules of the house: every hook body runs under [`std::panic::catch_unwind`]
 //! and a panic is an error code plus one line in Slurm's log, never an unwind
@@ -27,16 +33,12 @@
 
 mod ffi;
 mod hooks;
-mod interim;
 
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
 use ffi::{Level, SpankHandle, SLURM_ERROR};
-
-/// The library's job placement (stand-in until `numakit::place::job` lands).
-use interim as job;
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
 

@@ -21,8 +21,10 @@ fn plugin() -> PathBuf {
     so.unwrap_or_else(|| panic!("libnumakit_spank.so not found beside {}", deps.display()))
 }
 
+/// A plugstack.conf line; the ledger and the (absent) daemon's socket are the
+/// test's own, so nothing outside its folder is used.
 fn plugstack(kind: &str, args: &str) -> String {
-    format!("{kind} {} {args}\n", plugin().display())
+    format!("{kind} {} ledger={{dir}}/ledger socket={{dir}}/no-daemon.sock {args}\n", plugin().display())
 }
 
 fn start(plugstack: String) -> Slurm {
@@ -43,7 +45,10 @@ fn assert_refused(slurm: &Slurm, args: &[&str], typed: &str, why: &str) {
     assert_eq!(ours.len(), 1, "one line from the plugin: {}", ctx());
     assert!(ours[0].contains(typed) && ours[0].contains(why), "names {typed:?} and says {why:?}: {}", ctx());
     for line in out.stderr.lines() {
-        let slurms_own = line.contains("spank") || line.contains("Plug-in") || line.contains("task 0: Exited");
+        let slurms_own = line.contains("spank")
+            || line.contains("Plug-in")
+            || line.contains("task 0: Exited")
+            || line.starts_with("srun: job ");
         assert!(line.contains(typed) || slurms_own, "a line not about {typed:?}: {line:?} in {}", ctx());
     }
 }
@@ -84,7 +89,7 @@ fn option_is_checked_at_submission_and_applied_in_the_task() {
     assert!(help.success() && help.stdout.contains("--numa=MODE"), "srun --help: {help:?}");
     assert!(help.stdout.contains("allowed here: auto, none, local"), "the site's list in the help: {help:?}");
 
-    let bogus = "not a NUMA mode";
+    let bogus = "invalid --numa value";
     let refused = "not allowed on this cluster";
     assert_refused(&slurm, &["srun", "--numa=bogus", "/bin/true"], "bogus", bogus);
     assert_refused(&slurm, &["srun", "--numa=Local", "/bin/true"], "Local", bogus);
@@ -99,14 +104,31 @@ fn option_is_checked_at_submission_and_applied_in_the_task() {
     assert_placed_as_told(&run(&slurm, &["srun", "sh", "-c", SHOW]), "local");
     assert_placed_as_told(&run(&slurm, &["srun", "--numa=auto", "sh", "-c", SHOW]), "auto");
 
+    // Two tasks placed at once are both recorded in the ledger while they run,
+    // and their entries go when they end (slurm_spank_task_exit).
+    let ledger = slurm.dir().join("ledger");
+    let wait_both = format!(
+        "for i in $(seq 50); do [ $(ls {} | grep -c json) -ge 2 ] && echo both && sleep 1 && exit; sleep 0.1; done; exit 1",
+        ledger.display()
+    );
+    let two = run(&slurm, &["srun", "-n2", "--numa=auto", "sh", "-c", &wait_both]);
+    assert!(two.success() && two.stdout == "both\nboth\n", "each task sees both entries: {two:?}");
+    let left: Vec<_> = std::fs::read_dir(&ledger).expect("the ledger").flatten().map(|e| e.file_name()).collect();
+    assert!(left.iter().all(|n| !n.to_string_lossy().ends_with(".json")), "entries left: {left:?}");
+
     let batch =
         run(&slurm, &["sbatch", "--wait", "--numa=none", "-o", "none.out", "--wrap", "echo mode=$NUMAKIT_NUMA"]);
     assert!(batch.success(), "sbatch --numa=none: {batch:?}\n{}", slurm.logs());
     let written = std::fs::read_to_string(slurm.workdir().join("none.out")).unwrap_or_default();
-    assert_eq!(written, "mode=none\n", "the batch script's NUMAKIT_NUMA");
+    // Asked for none with no daemon to exclude it from: runs, and says so in its output.
+    let lines: Vec<&str> = written.lines().collect();
+    assert!(
+        lines.len() == 2 && lines[0].contains(".batch task 0: no numakit daemon answers") && lines[1] == "mode=none",
+        "the batch job's output: {written:?}"
+    );
 
     let log = slurm.log("slurmd");
-    let ours: Vec<&str> = log.lines().filter(|l| l.contains("] numakit: job ")).collect();
+    let ours: Vec<&str> = log.lines().filter(|l| l.contains("] numakit: slurm job ")).collect();
     assert!(
         ours.iter().any(|l| l.contains(" task 0: local: cpus "))
             && ours.iter().any(|l| l.contains(".batch task 0: none: ")),
@@ -131,11 +153,13 @@ fn site_arguments_and_node_lists() {
 
     // A bad argument: a required plugin stops srun, an optional one is left out; both say why.
     slurm.set_plugstack(&plugstack("required", "default=bogus")).unwrap_or_else(|e| panic!("{e}"));
-    assert_refused(&slurm, &["srun", "/bin/true"], "default=bogus", "not a NUMA mode");
+    assert_refused(&slurm, &["srun", "/bin/true"], "bogus", "plugstack.conf: default: invalid --numa value");
     slurm.set_plugstack(&plugstack("optional", "allowed=local,sideways")).unwrap_or_else(|e| panic!("{e}"));
     let out = run(&slurm, &["srun", "/bin/true"]);
     assert!(out.success(), "{out:?}");
     let said: Vec<&str> = out.stderr.lines().filter(|l| l.contains("numakit: ")).collect();
-    assert!(said.len() == 1 && said[0].contains("\"sideways\" is not a NUMA mode"), "{out:?}");
-    assert!(slurm.log("slurmd").contains("error: numakit: plugin argument \"allowed=local,sideways\""), "slurmd's log");
+    assert!(said.len() == 1 && said[0].contains("\"sideways\" is not a mode"), "{out:?}");
+    assert!(slurm
+        .log("slurmd")
+        .contains("error: numakit: plugstack.conf: invalid argument \"allowed=local,sideways\""));
 }
