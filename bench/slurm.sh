@@ -2,13 +2,14 @@
 # What the SPANK plugin adds to a job step: `srun /bin/true` timed RUNS times
 # with hyperfine against one test Slurm on this machine (numakit_testbed's, the
 # one the tests use), with plugstack.conf empty and with the plugin (release
-# build) at the site default MODE, so every task is placed. The two commands
+# build) at the site default MODE, so every task is placed (and recorded in a
+# ledger on tmpfs, LEDGER; no daemon). The two commands
 # alternate in ROUNDS rounds so drift hits both alike. Prints the median and
 # spread (quartiles, min, max) of each and the difference of the medians,
 # which issue 20 wants at most 5 ms; writes the samples to bench/results/.
 #
 #   bench/slurm.sh                   # needs root, hyperfine, Slurm (scripts/install-deps)
-#   RUNS=100 ROUNDS=4 MODE=auto bench/slurm.sh
+#   RUNS=100 ROUNDS=4 MODE=auto LEDGER=/run/numakit/jobs bench/slurm.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-100}
@@ -24,12 +25,16 @@ work=$(mktemp -d)
 
 coproc UP { exec "$TARGET/examples/slurm-up"; }
 up_pid=$UP_PID
-trap 'exec {UP[1]}>&-; wait "$up_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'exec {UP[1]}>&-; wait "$up_pid" 2>/dev/null; rm -rf "$work" "${LEDGER_TMP:-}"' EXIT
 read -r line <&"${UP[0]}" || { echo "slurm.sh: the test Slurm did not start" >&2; exit 1; }
 export SLURM_CONF=${line#SLURM_CONF=}
 STACK=$(dirname "$SLURM_CONF")/plugstack.conf
 : > "$work/without"
-echo "required $PLUGIN default=$MODE" > "$work/with"
+SITE=$(dirname "$SLURM_CONF")
+# The ledger where a host has it, on tmpfs (/run on Debian); /dev/shm here, as
+# /run may be a disk in a container, and each placement fsyncs its entry.
+[ -n "${LEDGER:-}" ] || { LEDGER=$(mktemp -d /dev/shm/numakit-bench-ledger.XXXXXX); LEDGER_TMP=$LEDGER; }
+echo "required $PLUGIN default=$MODE ledger=$LEDGER socket=$SITE/no-daemon.sock" > "$work/with"
 
 per=$(( (RUNS + ROUNDS - 1) / ROUNDS ))
 for r in $(seq 1 "$ROUNDS"); do
@@ -39,7 +44,7 @@ for r in $(seq 1 "$ROUNDS"); do
     "srun /bin/true" "srun /bin/true" >"$work/hyperfine.log" 2>&1 \
     || { cat "$work/hyperfine.log" >&2; exit 1; }
 done
-grep -q "numakit: job .* $MODE: " "$(dirname "$SLURM_CONF")/log/slurmd.log" \
+grep -q "numakit: slurm job .* $MODE: cpus " "$(dirname "$SLURM_CONF")/log/slurmd.log" \
   || { echo "slurm.sh: the plugin placed no task (see slurmd.log)" >&2; exit 1; }
 
 python3 - "$work" "$OUT/slurm.json" <<'PY'

@@ -171,10 +171,12 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     };
     let site = site();
     let cgroup = if mode == JobMode::None { job_cgroup(ids.job) } else { None };
+    let started = std::time::Instant::now();
     let placed = batch::place_task(&SysRoot::live(), &site, &mode, &task, cgroup.as_deref())
         .map_err(|e| error(&format!("{who}: {e}")))?;
+    let took = started.elapsed().as_secs_f64() * 1000.0;
     let given = summary(&placed);
-    ffi::log(Level::Info, &format!("numakit: {who}: {mode}: {given} ({})", placed.decision.reason));
+    ffi::log(Level::Info, &format!("numakit: {who}: {mode}: {given} ({}; {took:.1} ms)", placed.decision.reason));
     if let Some(w) = &placed.warning {
         // A site default of none without a daemon is every job: the log only.
         let level = if asked || mode != JobMode::None { Level::User } else { Level::Info };
