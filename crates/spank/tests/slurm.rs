@@ -163,3 +163,21 @@ fn site_arguments_and_node_lists() {
         .log("slurmd")
         .contains("error: numakit: plugstack.conf: invalid argument \"allowed=local,sideways\""));
 }
+
+#[test]
+fn a_binding_slurm_made_is_never_widened() {
+    let spec = SlurmSpec::default().task_plugin("task/affinity").plugstack(plugstack("required", "default=auto"));
+    let slurm = Slurm::start(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let cpus_of = |out: &Output| {
+        out.stdout.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(str::trim).map(String::from)
+    };
+    // One task, one CPU: task/affinity binds the task to the CPU of its step.
+    let slurms = run(&slurm, &["srun", "--cpu-bind=cores", "--numa=none", "sh", "-c", SHOW]);
+    let bound = cpus_of(&slurms).unwrap_or_else(|| panic!("{slurms:?}"));
+    assert!(!bound.contains([',', '-']), "Slurm bound the task to one CPU: {slurms:?}");
+    for mode in ["auto", "local", "interleave", "nodes:0"] {
+        let out = run(&slurm, &["srun", "--cpu-bind=cores", &format!("--numa={mode}"), "sh", "-c", SHOW]);
+        assert_placed_as_told(&out, mode);
+        assert_eq!(cpus_of(&out).as_deref(), Some(bound.as_str()), "--numa={mode} kept Slurm's binding: {out:?}");
+    }
+}
