@@ -148,6 +148,16 @@ fn site_arguments_and_node_lists() {
     assert_placed_as_told(&out, "nodes:0");
     assert!(out.stdout.contains(&format!("NUMAKIT_NUMA_PLACED=cpus {}, memory bind 0\n", node0.trim())), "{out:?}");
     assert_placed_as_told(&run(&slurm, &["srun", "--numa=interleave", "sh", "-c", SHOW]), "interleave");
+    // The mode given to sbatch or salloc is the default of the steps inside the job.
+    let script = "echo batch=$NUMAKIT_NUMA; srun sh -c 'echo step=$NUMAKIT_NUMA'; \
+                  srun --numa=interleave sh -c 'echo own=$NUMAKIT_NUMA'";
+    let out = run(&slurm, &["sbatch", "--wait", "--numa=local", "-o", "steps.out", "--wrap", script]);
+    assert!(out.success(), "{out:?}");
+    let written = std::fs::read_to_string(slurm.workdir().join("steps.out")).unwrap_or_default();
+    assert_eq!(written, "batch=local\nstep=local\nown=interleave\n", "sbatch --numa=local's steps");
+    let out = run(&slurm, &["salloc", "--numa=interleave", "srun", "sh", "-c", "echo step=$NUMAKIT_NUMA"]);
+    assert!(out.success() && out.stdout == "step=interleave\n", "salloc --numa=interleave's step: {out:?}");
+
     // A list that reads well but that this host cannot give fails at the step's start.
     assert_refused(&slurm, &["srun", "--numa=nodes:7", "/bin/true"], "nodes:7", "node 7");
 
