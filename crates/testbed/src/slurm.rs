@@ -102,15 +102,19 @@ pub struct Slurm {
 
 /// The first program of [`PROGRAMS`] not found in `PATH` (or `/usr/sbin`), with its package.
 pub fn missing_program() -> Option<(&'static str, &'static str)> {
-    PROGRAMS.iter().copied().find(|(prog, _)| find_program(prog).is_none())
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> =
+        std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")]).collect();
+    missing_in(&dirs)
 }
 
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+fn missing_in(dirs: &[PathBuf]) -> Option<(&'static str, &'static str)> {
+    PROGRAMS.iter().copied().find(|(prog, _)| !dirs.iter().any(|d| d.join(prog).is_file()))
+}
+
+/// The error [`Slurm::start`] gives when a program is missing.
+fn missing_error(prog: &str, pkg: &str) -> Error {
+    Error::Slurm(format!("{prog} is not installed (Debian package {pkg}; scripts/install-deps installs it)"))
 }
 
 impl Slurm {
@@ -118,9 +122,7 @@ impl Slurm {
     /// The error says what is missing, or carries the daemons' logs.
     pub fn start(spec: &SlurmSpec) -> Result<Slurm, Error> {
         if let Some((prog, pkg)) = missing_program() {
-            return Err(Error::Slurm(format!(
-                "{prog} is not installed (Debian package {pkg}; scripts/install-deps installs it)"
-            )));
+            return Err(missing_error(prog, pkg));
         }
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -500,4 +502,20 @@ fn free_ports() -> Result<(u16, u16), Error> {
     let (a, _la) = bind().map_err(err)?;
     let (b, _lb) = bind().map_err(err)?;
     Ok((a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_is_named_with_its_package() {
+        let empty = std::env::temp_dir().join(format!("nk-slurm-empty-{}", std::process::id()));
+        assert_eq!(missing_in(&[empty]), Some(("munged", "munge")));
+        let msg = missing_error("slurmd", "slurmd").to_string();
+        assert_eq!(
+            msg,
+            "test Slurm: slurmd is not installed (Debian package slurmd; scripts/install-deps installs it)"
+        );
+    }
 }
