@@ -55,6 +55,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Replaces `path` with `bytes` atomically (temp file, `rename`) but not
+/// durably: no `fsync`. For run-time files that a reboot clears anyway
+/// (under `/run`) and that readers check for themselves, such as the job
+/// ledger's entries, where an `fsync` of the file and its folder would cost
+/// every job start milliseconds on a disk-backed `/run`.
+pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = folder(path);
+    fs::create_dir_all(dir)?;
+    let tmp = temp_path(path, std::process::id());
+    let result = (|| {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&tmp)?;
+        f.write_all(bytes)?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Removes `path` (a missing file is not an error) and makes the removal
 /// durable (`fsync` of the folder).
 pub fn remove_durable(path: &Path) -> io::Result<()> {

@@ -4,7 +4,7 @@
 //!
 //! One small JSON file per placed process (`PID.json`) in one folder
 //! ([`DEFAULT_DIR`], `/run/numakit/jobs`: gone at reboot), written
-//! atomically; a lock file in the folder (`.lock`, `flock`) makes
+//! atomically (not durably: nothing of it should outlive a reboot); a lock file in the folder (`.lock`, `flock`) makes
 //! "read the record, decide, add to it" one step for concurrent starts.
 //! The record survives a crash of whoever wrote it (the files stay) and
 //! forgets ended jobs by itself: an entry counts only while its process
@@ -143,7 +143,10 @@ impl Ledger {
     /// job's end does where it can.
     pub fn remove(&self, pid: i32) -> Result<(), LedgerError> {
         let p = self.entry_path(pid);
-        files::remove_durable(&p).map_err(|e| self.io(&p, e))
+        match fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.io(&p, e)),
+            _ => Ok(()),
+        }
     }
 
     /// Every entry whose file reads, without checking the processes
@@ -202,9 +205,10 @@ impl Locked<'_> {
     pub fn record(&self, e: &Entry) -> Result<(), LedgerError> {
         let p = self.ledger.entry_path(e.pid);
         let text = serde_json::to_vec(e).map_err(|x| self.ledger.io(&p, std::io::Error::other(x)))?;
-        files::write_atomic(&p, &text).map_err(|x| self.ledger.io(&p, x))?;
-        // write_atomic's 0644 less the umask is fine: entries are read by all.
-        Ok(())
+        // Atomic, not durable: the ledger lives in /run (gone at reboot) and
+        // every reader checks an entry's process, so an fsync would only cost
+        // each job start milliseconds where /run is on disk.
+        files::write_replace(&p, &text).map_err(|x| self.ledger.io(&p, x))
     }
 
     /// Removes the entry of `pid`.
