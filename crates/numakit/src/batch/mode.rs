@@ -128,7 +128,11 @@ impl Site {
                 return Err(format!("invalid argument {a:?}: use default=, allowed=, ledger=, socket= or sample="));
             };
             match key {
-                "default" => default = Some(JobMode::parse(value).map_err(|e| format!("default: {e}"))?),
+                "default" => {
+                    default = Some(JobMode::parse(value).map_err(|_| {
+                        format!("invalid argument {a:?}: use default=auto, local, interleave, none or nodes:LIST")
+                    })?)
+                }
                 "allowed" => {
                     let names: Vec<String> = value.split(',').map(|s| s.trim().to_string()).collect();
                     if let Some(bad) = names.iter().find(|n| !MODE_NAMES.contains(&n.as_str())) {
@@ -200,7 +204,7 @@ mod tests {
         for (bad, names) in [
             ("defualt=auto", "\"defualt=auto\""),
             ("allowed=auto,fast", "\"fast\""),
-            ("default=sometimes", "\"sometimes\""),
+            ("default=sometimes", "\"default=sometimes\""),
             ("sample=-1", "\"sample=-1\""),
             ("verbose", "\"verbose\""),
         ] {
