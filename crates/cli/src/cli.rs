@@ -121,7 +121,8 @@ pub struct RunArgs {
     /// run on when the batch system narrowed them, else 1].
     #[arg(long, value_name = "N", requires = "auto")]
     pub cpus: Option<u32>,
-    /// With --auto: memory the job needs (bytes, or with K, M, G, T suffix).
+    /// With --auto: memory the job needs (bytes, or with K, M, G, T suffix) [default: inside a Slurm
+    /// job its request, SLURM_MEM_PER_CPU times the CPUs or SLURM_MEM_PER_NODE].
     #[arg(long, value_name = "SIZE", requires = "auto")]
     pub mem: Option<String>,
     /// With --auto: CPUs kept for the OS, never given to the job.

@@ -73,6 +73,8 @@ pub enum Item {
     TaskPid = 14,
     /// `S_STEP_CPUS_PER_TASK` (uint32_t *).
     StepCpusPerTask = 24,
+    /// `S_STEP_ALLOC_MEM` (uint64_t *): the step's memory on this node, MiB.
+    StepAllocMem = 28,
 }
 
 /// `enum spank_context`.
@@ -211,6 +213,15 @@ pub fn get_u32(spank: SpankHandle, item: Item) -> Option<u32> {
     let mut v: u32 = 0;
     // SAFETY: the item's value type is uint32_t (see `Item`); Slurm writes one.
     let rc = unsafe { f(spank, item as c_int, &mut v as *mut u32) };
+    (rc == ESPANK_SUCCESS).then_some(v)
+}
+
+/// `spank_get_item` for the items whose value is a `uint64_t`.
+pub fn get_u64(spank: SpankHandle, item: Item) -> Option<u64> {
+    let f = api().get_item?;
+    let mut v: u64 = 0;
+    // SAFETY: the item's value type is uint64_t (see `Item`); Slurm writes one.
+    let rc = unsafe { f(spank, item as c_int, &mut v as *mut u64) };
     (rc == ESPANK_SUCCESS).then_some(v)
 }
 

@@ -163,12 +163,13 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     let (mode, asked) = mode();
     let ids = Ids::of(spank);
     let who = ids.label();
-    let task = TaskInfo {
-        label: who.clone(),
-        cpus: ffi::get_u32(spank, Item::StepCpusPerTask).unwrap_or(1).max(1),
-        mem_bytes: 0,
-        reserve: CpuSet::new(),
-    };
+    let cpus = ffi::get_u32(spank, Item::StepCpusPerTask).unwrap_or(1).max(1);
+    let tasks_here = ffi::get_u32(spank, Item::JobLocalTaskCount).unwrap_or(1);
+    // The step's memory on this node (S_STEP_ALLOC_MEM, MiB; 0 where Slurm
+    // does not track memory), shared by its tasks here.
+    let step_mib = ffi::get_u64(spank, Item::StepAllocMem).unwrap_or(0);
+    let mem_bytes = step_mib.saturating_mul(1 << 20) / u64::from(tasks_here.max(1));
+    let task = TaskInfo { label: who.clone(), cpus, mem_bytes, reserve: CpuSet::new() };
     let site = site();
     let cgroup = if mode == JobMode::None { job_cgroup(ids.job) } else { None };
     let started = std::time::Instant::now();

@@ -103,6 +103,11 @@ fn option_is_checked_at_submission_and_applied_in_the_task() {
     // The site's default, for a job that does not ask.
     assert_placed_as_told(&run(&slurm, &["srun", "sh", "-c", SHOW]), "local");
     assert_placed_as_told(&run(&slurm, &["srun", "--numa=auto", "sh", "-c", SHOW]), "auto");
+    // The task's memory request reaches the decision (the step's memory on
+    // this node, S_STEP_ALLOC_MEM, over its tasks here).
+    let out = run(&slurm, &["srun", "--numa=auto", "--mem-per-cpu=300M", "/bin/true"]);
+    assert!(out.success(), "{out:?}");
+    assert!(slurm.log("slurmd").contains("free (need 0.3 GiB)"), "the request in the reason:\n{}", slurm.logs());
 
     // Two tasks placed at once are both recorded in the ledger while they run,
     // and their entries go when they end (slurm_spank_task_exit).
@@ -163,7 +168,7 @@ fn site_arguments_and_node_lists() {
 
     // A bad argument: a required plugin stops srun, an optional one is left out; both say why.
     slurm.set_plugstack(&plugstack("required", "default=bogus")).unwrap_or_else(|e| panic!("{e}"));
-    assert_refused(&slurm, &["srun", "/bin/true"], "bogus", "plugstack.conf: default: invalid --numa value");
+    assert_refused(&slurm, &["srun", "/bin/true"], "default=bogus", "plugstack.conf: invalid argument");
     slurm.set_plugstack(&plugstack("optional", "allowed=local,sideways")).unwrap_or_else(|e| panic!("{e}"));
     let out = run(&slurm, &["srun", "/bin/true"]);
     assert!(out.success(), "{out:?}");

@@ -261,7 +261,8 @@ impl Slurm {
              SlurmdDebug=verbose\n\
              SchedulerType=sched/builtin\n\
              SelectType=select/cons_tres\n\
-             SelectTypeParameters=CR_CPU\n\
+             SelectTypeParameters=CR_CPU_Memory\n\
+             DefMemPerCPU=64\n\
              ReturnToService=2\n\
              KillWait=2\n\
              MessageTimeout=10\n\

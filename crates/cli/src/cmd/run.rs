@@ -120,10 +120,6 @@ fn job_cpus(args: &RunArgs, topo: &Topology) -> Result<(u32, String), Failure> {
 }
 
 fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::Path) -> anyhow::Result<u8> {
-    let mem_bytes = match &args.mem {
-        Some(s) => parse_size(s)?,
-        None => 0,
-    };
     let reserve = parse_reserve(topo, args.reserve.as_ref())?;
     let wait = match &args.wait {
         Some(w) => numakit::units::parse_duration(w).map_err(|e| Failure::usage(format!("--wait: {e}")))?,
@@ -131,6 +127,12 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
     };
     let sample = numakit::units::parse_duration(&args.sample).map_err(|e| Failure::usage(format!("--sample: {e}")))?;
     let (cpus, cpus_from) = job_cpus(args, topo)?;
+    // --mem, else inside a Slurm job its memory request (SLURM_MEM_PER_CPU
+    // times the CPUs, or SLURM_MEM_PER_NODE), else not said.
+    let mem_bytes = match &args.mem {
+        Some(s) => parse_size(s)?,
+        None => batch::env::slurm_task_mem(&|k| std::env::var(k).ok(), cpus, 1).unwrap_or(0),
+    };
     let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve };
     let site = Site {
         socket: socket.to_path_buf(),

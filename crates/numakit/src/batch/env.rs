@@ -51,6 +51,18 @@ pub fn cpus_from_env(
     None
 }
 
+/// The memory one Slurm task asked for, bytes, from its job's variables:
+/// `SLURM_MEM_PER_CPU` (MiB, `--mem-per-cpu`) times its CPUs, else
+/// `SLURM_MEM_PER_NODE` (MiB, `--mem`) shared by the step's tasks on this
+/// node. `None` when the job asked for no memory (or `--mem=0`, all of it).
+pub fn slurm_task_mem(var: &dyn Fn(&str) -> Option<String>, cpus_per_task: u32, tasks_here: u32) -> Option<u64> {
+    let mib = |name: &str| var(name).and_then(|v| v.trim().parse::<u64>().ok()).filter(|m| *m > 0);
+    if let Some(m) = mib("SLURM_MEM_PER_CPU") {
+        return m.checked_mul(u64::from(cpus_per_task.max(1)))?.checked_mul(1 << 20);
+    }
+    mib("SLURM_MEM_PER_NODE").and_then(|m| m.checked_mul(1 << 20)).map(|b| b / u64::from(tasks_here.max(1)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +96,20 @@ mod tests {
         );
         // A machine ad that cannot be read or has no Cpus.
         assert_eq!(from(&[("_CONDOR_MACHINE_AD", "/nope")], &[], None), None);
+    }
+
+    #[test]
+    fn slurm_memory_per_task() {
+        let v = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, x)| x.to_string())
+        };
+        assert_eq!(slurm_task_mem(&v(&[]), 2, 1), None);
+        assert_eq!(slurm_task_mem(&v(&[("SLURM_MEM_PER_CPU", "512")]), 4, 2), Some(2 << 30));
+        assert_eq!(slurm_task_mem(&v(&[("SLURM_MEM_PER_NODE", "4096")]), 1, 4), Some(1 << 30));
+        assert_eq!(slurm_task_mem(&v(&[("SLURM_MEM_PER_NODE", "0")]), 1, 4), None);
+        assert_eq!(
+            slurm_task_mem(&v(&[("SLURM_MEM_PER_CPU", "x"), ("SLURM_MEM_PER_NODE", "100")]), 1, 0),
+            Some(100 << 20)
+        );
     }
 }
