@@ -28,6 +28,42 @@ pub const ENV_PLACED: &str = "NUMAKIT_NUMA_PLACED";
 static SITE: Mutex<Option<Site>> = Mutex::new(None);
 static ASKED: Mutex<Option<JobMode>> = Mutex::new(None);
 
+/// The report's settings: the site's folder for JSON lines, how often to
+/// sample, and the file the user named (`--numa-report=FILE`).
+#[derive(Debug, Clone, Default)]
+struct Reporting {
+    dir: Option<std::path::PathBuf>,
+    interval: Option<std::time::Duration>,
+    file: Option<String>,
+    /// The first task's working folder, for a relative FILE.
+    cwd: Option<std::path::PathBuf>,
+}
+
+static REPORT: Mutex<Option<Reporting>> = Mutex::new(None);
+
+/// Splits the plugin's own report arguments (`report=DIR`,
+/// `report_interval=SECONDS`) from the site's placement ones.
+fn report_args(args: &[String]) -> Result<(Reporting, Vec<String>), String> {
+    let mut r = Reporting::default();
+    let mut rest = Vec::new();
+    for a in args {
+        match a.split_once('=') {
+            Some(("report", d)) if d.starts_with('/') => r.dir = Some(d.into()),
+            Some(("report", _)) => return Err(format!("invalid argument {a:?}: give an absolute folder")),
+            Some(("report_interval", v)) => {
+                let secs: u64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| format!("invalid argument {a:?}: give seconds from 1 to 3600"))?;
+                r.interval = Some(std::time::Duration::from_secs(secs));
+            }
+            _ => rest.push(a.clone()),
+        }
+    }
+    Ok((r, rest))
+}
+
 fn site() -> Site {
     lock(&SITE).clone().unwrap_or_default()
 }
@@ -46,11 +82,14 @@ fn error(msg: &str) {
 /// job's options are seen (srun, sbatch, salloc, slurmstepd).
 pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
     let ctx = ffi::context();
-    let site = Site::from_args(args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
+    let (reporting, args) = report_args(args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
+    let site = Site::from_args(&args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
     let usage = usage(&site);
     *lock(&SITE) = Some(site);
+    *lock(&REPORT) = Some(reporting);
     if matches!(ctx, Context::Local | Context::Allocator | Context::Remote) {
         ffi::option_register(spank, option(usage)).map_err(|e| error(&e))?;
+        ffi::option_register(spank, report_option()).map_err(|e| error(&e))?;
     }
     Ok(())
 }
@@ -90,6 +129,39 @@ fn option(usage: String) -> &'static SpankOption {
             })
         })
         .0
+}
+
+/// The `--numa-report=FILE` option, built once (Slurm keeps the pointer).
+fn report_option() -> &'static SpankOption {
+    struct Static(SpankOption);
+    // SAFETY: the pointers inside point to static, never written strings.
+    unsafe impl Sync for Static {}
+    // SAFETY: as above.
+    unsafe impl Send for Static {}
+    static CELL: OnceLock<Static> = OnceLock::new();
+    &CELL
+        .get_or_init(|| {
+            Static(SpankOption {
+                name: c"numa-report".as_ptr(),
+                arginfo: c"FILE".as_ptr(),
+                usage: c"append the step's NUMA report to FILE on each node (%j job, %s step, %N node)".as_ptr(),
+                has_arg: 1,
+                val: 0,
+                cb: Some(crate::numa_report_cb),
+            })
+        })
+        .0
+}
+
+/// The report option's callback: the file as typed (relative to the
+/// task's working folder).
+pub fn report_value(typed: &str) -> Result<(), ()> {
+    if typed.is_empty() || typed.contains('\0') {
+        error(&format!("invalid --numa-report value {typed:?}: give a file name"));
+        return Err(());
+    }
+    lock(&REPORT).get_or_insert_with(Reporting::default).file = Some(typed.to_string());
+    Ok(())
 }
 
 /// The option callback: the value as typed, checked against the site's list.
@@ -216,11 +288,71 @@ pub fn task_exit(spank: SpankHandle) -> Result<(), ()> {
     Ok(())
 }
 
-/// `slurm_spank_exit`: the step (or srun, sbatch) is done.
+/// The step part of [`Ids::step`] (`0`, `batch`).
+fn step_name(ids: &Ids) -> String {
+    let s = ids.step();
+    s.split_once('.').map_or(s.clone(), |(_, step)| step.to_string())
+}
+
+/// `slurm_spank_task_post_fork`, in slurmstepd after a task was forked: when
+/// a report is asked for, starts sampling the step's cgroup (once).
+pub fn task_post_fork(spank: SpankHandle) -> Result<(), ()> {
+    let wanted = lock(&REPORT).as_ref().is_some_and(|r| r.dir.is_some() || r.file.is_some());
+    if !wanted || ffi::context() != Context::Remote {
+        return Ok(());
+    }
+    let ids = Ids::of(spank);
+    let Some(pid) = ffi::get_i32(spank, Item::TaskPid) else { return Ok(()) };
+    let file = SysRoot::live().read(format!("proc/{pid}/cgroup")).ok().flatten().unwrap_or_default();
+    let interval = {
+        let mut r = lock(&REPORT);
+        let r = r.get_or_insert_with(Reporting::default);
+        if r.cwd.is_none() {
+            r.cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+        }
+        r.interval.unwrap_or(crate::report::DEFAULT_INTERVAL)
+    };
+    match crate::report::step_cgroup(&file, &step_name(&ids)) {
+        Some(cg) => crate::report::start(cg, interval),
+        None => {
+            ffi::log(
+                Level::Verbose,
+                &format!("numakit: slurm job {}: no cgroup of the step's own: no NUMA report", ids.step()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `slurm_spank_exit`: the step (or srun, sbatch) is done; in slurmstepd its
+/// report is written where it was asked for.
 pub fn exit(spank: SpankHandle) -> Result<(), ()> {
-    if ffi::context() == Context::Remote {
-        let ids = Ids::of(spank);
-        ffi::log(Level::Debug, &format!("numakit: slurm job {} done", ids.step()));
+    if ffi::context() != Context::Remote {
+        return Ok(());
+    }
+    let ids = Ids::of(spank);
+    ffi::log(Level::Debug, &format!("numakit: slurm job {} done", ids.step()));
+    let Some((report, delta)) = crate::report::finish() else { return Ok(()) };
+    let (text, line) = crate::report::render(&report, delta.as_deref());
+    ffi::log(Level::Info, &format!("numakit: slurm job {} report {line}", ids.step()));
+    let r = lock(&REPORT).clone().unwrap_or_default();
+    if let Some(dir) = &r.dir {
+        if let Err(e) = crate::report::append_site(dir, &line) {
+            error(&format!("slurm job {}: report to {}: {e}", ids.step(), dir.display()));
+        }
+    }
+    if let Some(pattern) = &r.file {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let name = crate::report::expand(pattern, ids.job, &step_name(&ids), host.trim());
+        let path = match &r.cwd {
+            Some(cwd) if !name.starts_with('/') => cwd.join(&name),
+            _ => std::path::PathBuf::from(&name),
+        };
+        let uid = ffi::get_u32(spank, Item::JobUid).unwrap_or(u32::MAX);
+        let gid = ffi::get_u32(spank, Item::JobGid).unwrap_or(u32::MAX);
+        if let Err(e) = crate::report::append_as(&path, &text, uid, gid) {
+            error(&format!("slurm job {}: --numa-report {}: {e}", ids.step(), path.display()));
+        }
     }
     Ok(())
 }

@@ -33,6 +33,7 @@
 
 mod ffi;
 mod hooks;
+mod report;
 
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -123,6 +124,33 @@ pub unsafe extern "C" fn slurm_spank_task_exit(spank: SpankHandle, _ac: c_int, _
 #[no_mangle]
 pub unsafe extern "C" fn slurm_spank_exit(spank: SpankHandle, _ac: c_int, _av: *const *const c_char) -> c_int {
     guard(|| hooks::exit(spank))
+}
+
+/// `slurm_spank_task_post_fork`: a task was forked (slurmstepd, as root): the
+/// step's report starts sampling.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_task_post_fork(
+    spank: SpankHandle,
+    _ac: c_int,
+    _av: *const *const c_char,
+) -> c_int {
+    guard(|| hooks::task_post_fork(spank))
+}
+
+/// The `--numa-report` option's callback.
+unsafe extern "C" fn numa_report_cb(_val: c_int, optarg: *const c_char, _remote: c_int) -> c_int {
+    guard(|| {
+        let typed = if optarg.is_null() {
+            String::new()
+        } else {
+            // SAFETY: Slurm passes the option's value as a NUL-terminated string.
+            unsafe { CStr::from_ptr(optarg) }.to_string_lossy().into_owned()
+        };
+        hooks::report_value(&typed)
+    })
 }
 
 /// The `--numa` option's callback (every context where the option is seen).

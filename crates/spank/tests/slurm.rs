@@ -166,6 +166,25 @@ fn site_arguments_and_node_lists() {
     // A list that reads well but that this host cannot give fails at the step's start.
     assert_refused(&slurm, &["srun", "--numa=nodes:7", "/bin/true"], "nodes:7", "node 7");
 
+    // A report asked for where the step has no cgroup of its own
+    // (proctrack/linuxproc here): the step runs, the log says why there is
+    // none, and no file appears (the report itself is tested in the guest).
+    slurm
+        .set_plugstack(&plugstack("required", "report={dir}/reports report_interval=1"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&slurm, &["srun", "--numa-report=numa-%j.txt", "/bin/true"]);
+    assert!(out.success(), "{out:?}");
+    assert!(slurm.log("slurmd").contains("no cgroup of the step's own: no NUMA report"), "{}", slurm.logs());
+    assert!(!slurm.dir().join("reports").exists());
+    let out = run(&slurm, &["srun", "--numa-report=", "/bin/true"]);
+    assert!(
+        out.status != 0 && out.stderr.contains("numakit: invalid --numa-report value \"\": give a file name"),
+        "{out:?}"
+    );
+    slurm.set_plugstack(&plugstack("optional", "report=relative")).unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&slurm, &["srun", "/bin/true"]);
+    assert!(out.success() && out.stderr.contains("invalid argument \"report=relative\""), "{out:?}");
+
     // A bad argument: a required plugin stops srun, an optional one is left out; both say why.
     slurm.set_plugstack(&plugstack("required", "default=bogus")).unwrap_or_else(|e| panic!("{e}"));
     assert_refused(&slurm, &["srun", "/bin/true"], "default=bogus", "plugstack.conf: invalid argument");
