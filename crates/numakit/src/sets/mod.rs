@@ -20,6 +20,16 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
+/// CPU ids are below this: twice the largest `NR_CPUS` any architecture's
+/// kernel configuration allows today (8,192). Readers of kernel files
+/// refuse larger ids (a crafted file must not make a set of millions of
+/// bits).
+pub const MAX_CPUS: u32 = 16_384;
+
+/// Node ids are below this: the kernel's `MAX_NUMNODES` at its largest
+/// (`NODES_SHIFT` = 10).
+pub const MAX_NODES: u32 = 1024;
+
 /// Largest id a set accepts from text (the kernel's `NR_CPUS` maximum is 8192;
 /// node ids stay far below). Protects against `0-4000000000` eating memory.
 pub const MAX_ID: u32 = 1 << 20;

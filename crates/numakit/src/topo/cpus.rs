@@ -66,9 +66,7 @@ pub(super) fn read_cpu_sets(sys: &SysRoot) -> Result<CpuSets, SysError> {
     Ok(CpuSets { possible, online, online_file })
 }
 
-/// CPU ids are below this: twice the largest `NR_CPUS` any architecture's
-/// kernel configuration allows today (8,192).
-pub const MAX_CPUS: u32 = 16_384;
+pub use crate::sets::MAX_CPUS;
 
 /// A CPU set from a list file or, without it, a mask file, refused when
 /// it names a CPU the machine cannot have (not in `cpu/possible`).

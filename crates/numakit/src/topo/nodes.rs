@@ -9,9 +9,7 @@ use crate::sys::{SysError, SysRoot};
 
 const NODE_DIR: &str = "sys/devices/system/node";
 
-/// Node ids are below this: the kernel's `MAX_NUMNODES` at its largest
-/// (`NODES_SHIFT` = 10).
-pub const MAX_NODES: u32 = 1024;
+pub use crate::sets::MAX_NODES;
 const TIER_DIR: &str = "sys/devices/virtual/memory_tiering";
 
 /// Reads every node. Without a node folder the machine is one node 0
