@@ -23,7 +23,7 @@ use crate::sys::{SysError, SysRoot};
 
 pub use cpus::MAX_CPUS;
 pub use devices::{device_pci_address, is_pci_address, pci_parent, PciDevice};
-pub use nodes::MAX_NODES;
+pub use nodes::{parse_distance_row, MAX_NODES};
 
 /// Where a topology came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

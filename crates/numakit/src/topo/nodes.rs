@@ -141,6 +141,14 @@ fn read_tiers(sys: &SysRoot) -> Result<BTreeMap<u32, u32>, SysError> {
     Ok(map)
 }
 
+/// Parses a node's `distance` row: its distances, blank-separated, in
+/// node order. A token that is not a distance is an error quoting it.
+pub fn parse_distance_row(text: &str) -> Result<Vec<u32>, String> {
+    text.split_whitespace()
+        .map(|tok| tok.parse::<u32>().map_err(|_| format!("{} is not a distance", crate::text::quote(tok))))
+        .collect()
+}
+
 /// Maps a distance row onto the node folders. The kernel writes one entry
 /// per online node; a dump whose `online`/`possible` list is wider than its
 /// node folders (an offline node without a folder) has longer rows, which
@@ -180,13 +188,7 @@ pub(super) fn read_distances(
             let row = match sys.read_nonempty(&rel)? {
                 None => None,
                 Some(text) => {
-                    let mut row = Vec::with_capacity(n);
-                    for tok in text.split_whitespace() {
-                        row.push(
-                            tok.parse::<u32>()
-                                .map_err(|_| sys.invalid(&rel, format!("\"{tok}\" is not a distance")))?,
-                        );
-                    }
+                    let row = parse_distance_row(&text).map_err(|problem| sys.invalid(&rel, problem))?;
                     Some(fit_row(sys, &rel, row, &ids)?)
                 }
             };
