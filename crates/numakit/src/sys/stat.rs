@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{SysError, SysRoot};
-use crate::sets::CpuSet;
+use crate::sets::{CpuSet, MAX_CPUS};
 
 /// Ticks of one CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,7 +21,8 @@ pub type CpuSample = BTreeMap<u32, CpuTicks>;
 
 /// Parses `/proc/stat` text. A `cpuN` line must hold at least four
 /// counts (user nice system idle), all numbers; text without any `cpuN`
-/// line is not `/proc/stat`. Errors quote the line.
+/// line is not `/proc/stat`, and a CPU id at or above [`MAX_CPUS`] is no
+/// kernel's. Errors quote the line.
 pub fn parse_stat(text: &str) -> Result<CpuSample, String> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
@@ -34,6 +35,13 @@ pub fn parse_stat(text: &str) -> Result<CpuSample, String> {
         let Some(id) = f.next() else { continue };
         let bad = || format!("{} is not a CPU's time counters", crate::text::quote(line));
         let id: u32 = id.parse().map_err(|_| bad())?;
+        if id >= MAX_CPUS {
+            // A set holding it would take id / 8 bytes (512 MiB for cpu4294967295).
+            return Err(format!(
+                "{} names CPU {id}, beyond any kernel's limit (CPU ids are below {MAX_CPUS})",
+                crate::text::quote(line)
+            ));
+        }
         let v: Vec<u64> = f.map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
         if v.len() < 4 {
             return Err(bad());
@@ -87,6 +95,11 @@ mod tests {
             assert!(parse_stat(bad).is_err(), "{bad:?}");
         }
         let s = idle_share(&a, &b);
+        for id in [MAX_CPUS, u32::MAX] {
+            let e = parse_stat(&format!("cpu0 1 2 3 4\ncpu{id} 1 2 3 4\n")).unwrap_err();
+            assert!(e.contains(&format!("\"cpu{id} 1 2 3 4\" names CPU {id}, beyond any kernel's limit")), "{e}");
+        }
+        assert_eq!(parse_stat(&format!("cpu{} 1 2 3 4", MAX_CPUS - 1)).map(|s| s.len()), Ok(1));
         assert!((s[&0] - 0.9).abs() < 1e-9 && (s[&1] - 0.1).abs() < 1e-9);
         assert_eq!(idle_cpus(&a, &b, 0.5).to_list(), "0");
     }
