@@ -11,7 +11,7 @@ pub mod counters;
 pub mod numa_maps;
 pub mod pidstat;
 
-use crate::sets::{CpuSet, NodeSet};
+use crate::sets::{CpuSet, NodeSet, MAX_CPUS, MAX_NODES};
 use crate::sys::{SysError, SysRoot};
 
 pub use numa_maps::{KindView, MappingKind, MappingView, NumaMapping};
@@ -49,16 +49,40 @@ pub fn parse_run_delay(text: &str) -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Parses `/proc/PID/status` text.
+/// Parses `/proc/PID/status` text; `None` where [`read_status`] says why.
 pub fn parse_status(text: &str) -> Option<Status> {
+    status(text).ok()
+}
+
+/// `/proc/PID/status` text as a [`Status`], or what is wrong with it: a
+/// line missing, a list that is not one, or a CPU or node id no kernel can
+/// have (at or above [`MAX_CPUS`], [`MAX_NODES`]). A `VmRSS` whose bytes
+/// pass 64 bits is `u64::MAX`, never a wrapped number.
+fn status(text: &str) -> Result<Status, String> {
     let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+    let need = |key: &str| field(key).ok_or_else(|| format!("no {key} line"));
     let kb = |key: &str| {
-        field(key).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse::<u64>().ok()).map_or(0, |v| v * 1024)
+        field(key)
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |v| v.saturating_mul(1024))
     };
-    Some(Status {
-        name: field("Name:")?.to_string(),
-        cpus_allowed: CpuSet::parse_list(field("Cpus_allowed_list:")?).ok()?,
-        mems_allowed: NodeSet::parse_list(field("Mems_allowed_list:")?).ok()?,
+    let cpus_allowed = CpuSet::parse_list(need("Cpus_allowed_list:")?).map_err(|e| e.to_string())?;
+    if let Some(c) = cpus_allowed.last().filter(|&c| c >= MAX_CPUS) {
+        return Err(format!(
+            "Cpus_allowed_list names CPU {c}, beyond any kernel's limit (CPU ids are below {MAX_CPUS})"
+        ));
+    }
+    let mems_allowed = NodeSet::parse_list(need("Mems_allowed_list:")?).map_err(|e| e.to_string())?;
+    if let Some(n) = mems_allowed.last().filter(|&n| n >= MAX_NODES) {
+        return Err(format!(
+            "Mems_allowed_list names node {n}, beyond the kernel's limit (node ids are below {MAX_NODES})"
+        ));
+    }
+    Ok(Status {
+        name: need("Name:")?.to_string(),
+        cpus_allowed,
+        mems_allowed,
         threads: field("Threads:").and_then(|v| v.parse().ok()).unwrap_or(1),
         rss_bytes: kb("VmRSS:"),
     })
@@ -69,9 +93,7 @@ pub fn read_status(sys: &SysRoot, pid: i32) -> Result<Option<Status>, SysError> 
     let rel = format!("proc/{pid}/status");
     match sys.read(&rel)? {
         None => Ok(None),
-        Some(t) => {
-            parse_status(&t).map(Some).ok_or_else(|| sys.invalid(&rel, "no Name/Cpus_allowed_list/Mems_allowed_list"))
-        }
+        Some(t) => status(&t).map(Some).map_err(|problem| sys.invalid(&rel, problem)),
     }
 }
 
@@ -97,14 +119,15 @@ pub struct ThreadInfo {
 }
 
 /// Parses `comm` and the last CPU from a `stat` line (the comm may hold
-/// spaces and parentheses, so fields are counted after the last `)`).
+/// spaces and parentheses, so fields are counted after the last `)`). A
+/// last CPU at or above [`MAX_CPUS`] is no kernel's: `None`.
 pub fn parse_stat_line(text: &str) -> Option<(String, Option<u32>)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
     let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
     // rest[0] is field 3 (state); field 39 (processor) is rest[36].
-    Some((comm, rest.get(36).and_then(|v| v.parse().ok())))
+    Some((comm, rest.get(36).and_then(|v| v.parse().ok()).filter(|&c| c < MAX_CPUS)))
 }
 
 /// Reads every thread of a process; threads that exit meanwhile are left
@@ -252,6 +275,38 @@ mod tests {
         assert_eq!((s.name.as_str(), s.threads, s.rss_bytes), ("sleep", 2, 1 << 20));
         assert_eq!(s.cpus_allowed.to_list(), "0-3");
         assert_eq!(s.mems_allowed.to_list(), "0-1");
+    }
+
+    #[test]
+    fn status_numbers_beyond_the_kernel() {
+        let t = |rss: &str, cpus: &str, mems: &str| {
+            format!("Name:\tx\nVmRSS:\t{rss} kB\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t{mems}\n")
+        };
+        // 2^64 - 1 kB: the bytes do not fit (it wrapped, or panicked in debug builds).
+        let s = parse_status(&t("18446744073709551615", "0", "0")).expect("status");
+        assert_eq!(s.rss_bytes, u64::MAX);
+        assert_eq!(
+            status(&t("1", "0,16384", "0")),
+            Err("Cpus_allowed_list names CPU 16384, beyond any kernel's limit (CPU ids are below 16384)".into())
+        );
+        assert_eq!(
+            status(&t("1", "0-3", "1,1024")),
+            Err("Mems_allowed_list names node 1024, beyond the kernel's limit (node ids are below 1024)".into())
+        );
+        assert_eq!(status("Name:\tx\nMems_allowed_list:\t0\n"), Err("no Cpus_allowed_list: line".into()));
+        assert!(parse_status(&t("1", "0-16383", "0-1023")).is_some());
+        let d = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(d.path().join("proc/9")).expect("mkdir");
+        std::fs::write(d.path().join("proc/9/status"), t("1", "3-1", "0")).expect("write");
+        let e = read_status(&SysRoot::at(d.path()), 9).unwrap_err().to_string();
+        assert!(e.ends_with("proc/9/status: invalid cpu list \"3-1\": range 3-1 goes backwards"), "{e}");
+    }
+
+    #[test]
+    fn stat_line_cpu_beyond_the_kernel() {
+        let line = |cpu: u64| format!("1 (x) S 0{} {cpu} 0 0", " 0".repeat(34));
+        assert_eq!(parse_stat_line(&line(16383)), Some(("x".into(), Some(16383))));
+        assert_eq!(parse_stat_line(&line(16384)), Some(("x".into(), None)));
     }
 
     #[test]

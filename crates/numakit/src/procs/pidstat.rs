@@ -4,6 +4,7 @@
 //! `/proc/PID/sched`. Views scan every process through these and read the
 //! costly `numa_maps` only for the processes they show.
 
+use crate::sets::MAX_CPUS;
 use crate::sys::{SysError, SysRoot};
 
 /// What `/proc/PID/stat` says.
@@ -39,7 +40,9 @@ impl ProcStat {
 }
 
 /// Parses a `stat` line of a process or thread. The comm may hold spaces
-/// and parentheses, so fields are counted after the last `)`.
+/// and parentheses, so fields are counted after the last `)`. CPU times
+/// whose sum passes 64 bits are `u64::MAX`; a last CPU at or above
+/// [`MAX_CPUS`] is no kernel's (`None`).
 pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
@@ -55,13 +58,13 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let num_threads = num(f.nth(4)); // 20
     let start_ticks = num(f.nth(1)); // 22
     let rss_pages = num(f.nth(1)); // 24
-    let processor = f.nth(14).and_then(|v| v.parse().ok()); // 39
+    let processor = f.nth(14).and_then(|v| v.parse().ok()).filter(|&c| c < MAX_CPUS); // 39
     Some(ProcStat {
         pid,
         comm,
         state,
         ppid,
-        cpu_ticks: utime + stime,
+        cpu_ticks: utime.saturating_add(stime),
         num_threads: num_threads.unwrap_or(1),
         start_ticks: start_ticks.unwrap_or(0),
         rss_pages: rss_pages.unwrap_or(0),
@@ -169,6 +172,18 @@ mod tests {
         assert_eq!((s.cpu_ticks, s.num_threads, s.start_ticks, s.rss_pages, s.processor), (8, 2, 100, 200, Some(3)));
         assert!(!s.is_kernel_thread());
         assert!(parse_proc_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn stat_numbers_beyond_the_kernel() {
+        // utime + stime past 64 bits (it panicked in debug builds, wrapped
+        // to a small number in release ones), and CPU 16384 as the last CPU.
+        let max = u64::MAX;
+        let line = format!("7 (x) R 1 7 7 0 -1 0 0 0 0 0 {max} {max} 0 0 20 0 1 0 9 0 5{} 16384 0 0", " 0".repeat(14));
+        let s = parse_proc_stat(&line).expect("parse");
+        assert_eq!((s.cpu_ticks, s.rss_pages, s.processor), (u64::MAX, 5, None));
+        let s = parse_proc_stat(&line.replace(" 16384 ", " 16383 ")).expect("parse");
+        assert_eq!(s.processor, Some(16383));
     }
 
     #[test]
