@@ -269,7 +269,7 @@ impl Collector {
                     }
                 }
                 let resident = match pidstat::parse_statm_resident(&self.buf) {
-                    Some(pages) => pages * page,
+                    Some(pages) => pages.saturating_mul(page),
                     // An empty file: the process exited while being read.
                     None if self.buf.iter().all(u8::is_ascii_whitespace) => {
                         counts.vanished += 1;
@@ -308,7 +308,7 @@ impl Collector {
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
             }
-            let rss = st.rss_pages * page;
+            let rss = st.rss_pages.saturating_mul(page);
             let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
             let rec = history.committed.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s));
             let placed = rec.is_some_and(|r| r.placement.is_some());
@@ -536,13 +536,15 @@ pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
         if !own && v.anon_pages == 0 && v.mapmax > 1 {
             continue;
         }
-        let mut bytes = 0;
+        let mut bytes = 0u64;
         for (node, b) in v.bytes_per_node() {
-            *per_node.entry(node).or_default() += b;
-            bytes += b;
+            let e = per_node.entry(node).or_default();
+            *e = e.saturating_add(b);
+            bytes = bytes.saturating_add(b);
         }
         if own {
-            *by_policy.entry(v.policy).or_default() += bytes.max(1);
+            let e = by_policy.entry(v.policy).or_default();
+            *e = e.saturating_add(bytes.max(1));
         }
     }
     let main = by_policy.iter().max_by_key(|(_, b)| **b).map_or("default", |(p, _)| *p);
@@ -589,6 +591,14 @@ mod tests {
         assert_eq!(per.get(&1), Some(&(100 * 4096)));
         assert_eq!(per.get(&2), Some(&(15 * 4096)));
         assert_eq!(pol, MemPolicy::Bind(NodeSet::parse_list("1").unwrap()));
+    }
+
+    #[test]
+    fn memory_sums_saturate() {
+        let t = "1000 default anon=1 N0=18446744073709551615 kernelpagesize_kB=4\n\
+                 2000 default anon=1 N0=7 kernelpagesize_kB=4\n";
+        let (per_node, _) = memory_of(t);
+        assert_eq!(per_node.get(&0), Some(&u64::MAX));
     }
 
     #[test]

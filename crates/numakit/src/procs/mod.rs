@@ -241,7 +241,8 @@ pub fn bytes_per_node(maps: &[NumaMapping]) -> std::collections::BTreeMap<u32, u
     let mut out = std::collections::BTreeMap::new();
     for m in maps {
         for (n, b) in m.bytes_per_node() {
-            *out.entry(n).or_default() += b;
+            let e: &mut u64 = out.entry(n).or_default();
+            *e = e.saturating_add(b);
         }
     }
     out

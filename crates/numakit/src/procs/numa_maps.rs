@@ -13,6 +13,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::sets::MAX_NODES;
+
 /// What a mapping is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MappingKind {
@@ -47,14 +49,15 @@ pub struct NumaMapping {
 }
 
 impl NumaMapping {
-    /// Bytes on each node.
+    /// Bytes on each node (saturating: a crafted line may hold counts
+    /// whose bytes do not fit 64 bits).
     pub fn bytes_per_node(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.pages.iter().map(|(n, p)| (*n, p * self.page_size))
+        self.pages.iter().map(|(n, p)| (*n, p.saturating_mul(self.page_size)))
     }
 
-    /// Total bytes resident.
+    /// Total bytes resident (saturating).
     pub fn bytes(&self) -> u64 {
-        self.pages.values().sum::<u64>() * self.page_size
+        self.pages.values().fold(0u64, |a, p| a.saturating_add(*p)).saturating_mul(self.page_size)
     }
 
     /// Whether its memory is private to the process (anonymous, heap,
@@ -177,7 +180,7 @@ impl<'a> MappingView<'a> {
                 }
                 Some(b'k') => {
                     if let Some(n) = tok.strip_prefix("kernelpagesize_kB=") {
-                        v.page_size = n.parse::<u64>().unwrap_or(4) * 1024;
+                        v.page_size = n.parse::<u64>().unwrap_or(4).saturating_mul(1024);
                     }
                 }
                 Some(b'N') if v.nodes_at.is_none() && tok.as_bytes().get(1).is_some_and(u8::is_ascii_digit) => {
@@ -194,19 +197,21 @@ impl<'a> MappingView<'a> {
         Some(v)
     }
 
-    /// Pages per node (`Nk=`), in the line's order.
+    /// Pages per node (`Nk=`), in the line's order. A node id at or above
+    /// [`MAX_NODES`] is no kernel's: its field is skipped.
     pub fn pages(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
         let from = self.nodes_at.map_or(self.tail.len(), |i| i.min(self.tail.len()));
         fields(&self.tail[from..]).filter_map(|tok| {
             let (k, v) = tok.strip_prefix('N')?.split_once('=')?;
-            Some((k.parse::<u32>().ok()?, v.parse().unwrap_or(0)))
+            let node = k.parse::<u32>().ok().filter(|&n| n < MAX_NODES)?;
+            Some((node, v.parse().unwrap_or(0)))
         })
     }
 
-    /// Bytes on each node.
+    /// Bytes on each node (saturating).
     pub fn bytes_per_node(&self) -> impl Iterator<Item = (u32, u64)> + 'a {
         let size = self.page_size;
-        self.pages().map(move |(n, p)| (n, p * size))
+        self.pages().map(move |(n, p)| (n, p.saturating_mul(size)))
     }
 
     /// The owned mapping.
@@ -261,5 +266,21 @@ mod tests {
         assert_eq!(v[2].kind, KindView::File("/usr/lib/x\\040y.so"));
         assert_eq!(v[1].bytes_per_node().collect::<Vec<_>>(), vec![(0, 30 * 4096), (2, 3 * 4096)]);
         assert_eq!(parse("7fff default stack:1234 anon=1 N0=1\n")[0].kind, MappingKind::Stack);
+    }
+
+    #[test]
+    fn numbers_beyond_the_kernel() {
+        // Pages times the page size, and the page size in kB times 1024,
+        // past 64 bits: a panic in debug builds, a small wrapped number in
+        // release ones. Now saturating.
+        let m = parse("7f00 default anon=1 N0=18446744073709551615 N1=2 kernelpagesize_kB=18446744073709551615\n");
+        assert_eq!(m[0].page_size, u64::MAX);
+        assert_eq!(m[0].bytes(), u64::MAX);
+        assert_eq!(m[0].bytes_per_node().collect::<Vec<_>>(), vec![(0, u64::MAX), (1, u64::MAX)]);
+        let v: Vec<MappingView> = views("7f00 default N0=18446744073709551615 N1=9 kernelpagesize_kB=4\n").collect();
+        assert_eq!(v[0].bytes_per_node().collect::<Vec<_>>(), vec![(0, u64::MAX), (1, 9 * 4096)]);
+        // Node ids no kernel has (MAX_NODES is 1024) are not a node's pages.
+        let m = parse("7f00 default anon=3 N1023=1 N1024=1 N4294967295=1 kernelpagesize_kB=4\n");
+        assert_eq!(m[0].pages.keys().copied().collect::<Vec<_>>(), vec![1023]);
     }
 }

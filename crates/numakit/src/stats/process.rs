@@ -117,9 +117,9 @@ impl<'a> Sum<'a> {
     fn add(&mut self, cat: Category, own: bool, bytes_per_node: impl Iterator<Item = (u32, u64)>) {
         for (node, b) in bytes_per_node {
             if own {
-                self.own += b;
+                self.own = self.own.saturating_add(b);
                 if self.cpus_nodes.contains(node) {
-                    self.own_local += b;
+                    self.own_local = self.own_local.saturating_add(b);
                 }
             }
             let i = match self.per.binary_search_by_key(&node, |n| n.id) {
@@ -130,19 +130,20 @@ impl<'a> Sum<'a> {
                 }
             };
             let e = &mut self.per[i];
-            e.bytes += b;
-            match cat {
-                Category::Huge => e.huge_bytes += b,
-                Category::Heap => e.heap_bytes += b,
-                Category::Stack => e.stack_bytes += b,
-                Category::Private => e.private_bytes += b,
-            }
+            e.bytes = e.bytes.saturating_add(b);
+            let by_kind = match cat {
+                Category::Huge => &mut e.huge_bytes,
+                Category::Heap => &mut e.heap_bytes,
+                Category::Stack => &mut e.stack_bytes,
+                Category::Private => &mut e.private_bytes,
+            };
+            *by_kind = by_kind.saturating_add(b);
         }
     }
 
     fn finish(self, pid: i32, comm: &str) -> ProcessNuma {
         let nodes = self.per;
-        let total_bytes = nodes.iter().map(|n| n.bytes).sum();
+        let total_bytes = nodes.iter().fold(0u64, |a, n| a.saturating_add(n.bytes));
         let locality = if self.cpus_nodes.is_empty() { None } else { ratio(self.own_local, self.own) };
         ProcessNuma {
             pid,
@@ -490,6 +491,18 @@ mod tests {
         assert_eq!((p.own_bytes, p.own_local_bytes), (p.total_bytes - 3 * 4096, 2563 * 4096 + (1 << 30)));
         assert_eq!(summarize(7, "x", &maps, &[0, 1], NodeSet::new()).locality, None);
         assert_eq!(summarize(7, "x", &[], &[0, 1], [0].into_iter().collect()).locality, None);
+    }
+
+    #[test]
+    fn sums_saturate() {
+        // Each mapping's bytes saturate; so do their sums over mappings
+        // and nodes (they overflowed: a panic in debug builds).
+        let t = "1000 default anon=1 N0=18446744073709551615 kernelpagesize_kB=4\n\
+                 2000 default heap anon=1 N0=5 N1=18446744073709551615 kernelpagesize_kB=4\n";
+        let p = summarize_text(1, "x", t, &[0, 1], NodeSet::first_n(1));
+        assert_eq!((p.total_bytes, p.bytes_on(0), p.bytes_on(1)), (u64::MAX, u64::MAX, u64::MAX));
+        assert_eq!(p, summarize(1, "x", &numa_maps::parse(t), &[0, 1], NodeSet::first_n(1)));
+        assert_eq!(crate::procs::bytes_per_node(&numa_maps::parse(t)).get(&0), Some(&u64::MAX));
     }
 
     #[test]

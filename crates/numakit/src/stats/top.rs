@@ -261,7 +261,7 @@ impl TopSampler {
                 pid: st.pid,
                 user: self.user_name(uid),
                 threads: st.num_threads,
-                rss_bytes: st.rss_pages * self.page_size,
+                rss_bytes: st.rss_pages.saturating_mul(self.page_size),
                 cpu: cpu_use,
                 comm: st.comm,
                 memory,
