@@ -9,8 +9,13 @@ use crate::sets::{Cpu, CpuSet};
 use crate::sys::{SysError, SysRoot};
 
 /// The cgroup v2 path in `/proc/PID/cgroup` text (the `0::/path` line).
+/// `None` for a path that does not resolve below `/sys/fs/cgroup`: not
+/// absolute, or climbing with `..` (the kernel writes `/../..` for a
+/// process outside the reader's cgroup namespace; a crafted dump could
+/// point anywhere).
 pub fn parse_path(text: &str) -> Option<String> {
-    text.lines().find_map(|l| l.strip_prefix("0::").map(|p| p.trim().to_string()))
+    let p = text.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    (p.starts_with('/') && !p.split('/').any(|c| c == "..")).then(|| p.to_string())
 }
 
 /// The cgroup v2 path of a process (`/` for the root cgroup).
@@ -73,6 +78,11 @@ mod tests {
         // A hybrid host: v1 lines first, the unified line last.
         assert_eq!(parse_path("12:cpuset:/x\n1:name=systemd:/y\n0::/user.slice\n").as_deref(), Some("/user.slice"));
         assert_eq!(parse_path("12:cpuset:/x\n"), None);
+        // Outside the cgroup namespace, or crafted: not below /sys/fs/cgroup.
+        for bad in ["0::/../../..\n", "0::/a/../../etc\n", "0::/a/..\n", "0::relative\n", "0::\n"] {
+            assert_eq!(parse_path(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_path("0::/a..b/.x\n").as_deref(), Some("/a..b/.x"));
         assert_eq!(dir("/"), "sys/fs/cgroup");
         assert_eq!(dir("/a/b/"), "sys/fs/cgroup/a/b");
     }
