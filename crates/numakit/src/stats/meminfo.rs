@@ -23,6 +23,12 @@ pub struct NodeMeminfo {
     pub hugepages: Vec<HugePages>,
 }
 
+/// Pages of each size times that size, summed; saturating (a crafted
+/// `nr_hugepages` may hold any count).
+fn huge_bytes(sizes: &[HugePages], count: impl Fn(&HugePages) -> u64) -> u64 {
+    sizes.iter().fold(0u64, |a, h| a.saturating_add(count(h).saturating_mul(h.size_bytes)))
+}
+
 impl NodeMeminfo {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<u64> {
@@ -31,17 +37,17 @@ impl NodeMeminfo {
 
     /// Bytes of huge pages reserved, every size counted at its size.
     pub fn huge_total_bytes(&self) -> u64 {
-        self.hugepages.iter().map(|h| h.total * h.size_bytes).sum()
+        huge_bytes(&self.hugepages, |h| h.total)
     }
 
     /// Bytes of free huge pages, every size counted at its size.
     pub fn huge_free_bytes(&self) -> u64 {
-        self.hugepages.iter().map(|h| h.free * h.size_bytes).sum()
+        huge_bytes(&self.hugepages, |h| h.free)
     }
 
     /// Bytes of surplus huge pages, every size counted at its size.
     pub fn huge_surplus_bytes(&self) -> u64 {
-        self.hugepages.iter().map(|h| h.surplus * h.size_bytes).sum()
+        huge_bytes(&self.hugepages, |h| h.surplus)
     }
 
     /// `MemFree`.
@@ -146,6 +152,24 @@ mod tests {
         assert_eq!(m.huge_surplus_bytes(), 1 << 30);
         let f = read_node_free(&sys).expect("free");
         assert_eq!(f[0].lines.len(), 2);
+    }
+
+    #[test]
+    fn huge_page_numbers_beyond_the_kernel() {
+        // A count whose bytes pass 64 bits (it overflowed: a panic in debug
+        // builds, a wrapped total in release ones), and a size folder
+        // whose bytes do not fit (skipped, like a name that is no size).
+        let h = "sys/kernel/mm/hugepages";
+        let (_d, sys) = root(&[
+            ("sys/devices/system/cpu/online", "0\n"),
+            ("proc/meminfo", "MemTotal: 8000 kB\nMemFree: 6000 kB\n"),
+            (&format!("{h}/hugepages-2048kB/nr_hugepages"), "18446744073709551615\n"),
+            (&format!("{h}/hugepages-2048kB/free_hugepages"), "3\n"),
+            (&format!("{h}/hugepages-18014398509481984kB/nr_hugepages"), "1\n"),
+        ]);
+        let m = read_node_meminfo(&sys).expect("read");
+        assert_eq!(m[0].hugepages.iter().map(|h| h.size_bytes).collect::<Vec<_>>(), vec![2 << 20]);
+        assert_eq!((m[0].huge_total_bytes(), m[0].huge_free_bytes()), (u64::MAX, 3 * (2 << 20)));
     }
 
     #[test]

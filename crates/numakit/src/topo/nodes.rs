@@ -93,15 +93,16 @@ fn read_meminfo(sys: &SysRoot, rel: &str) -> Result<Option<NodeMemory>, SysError
 }
 
 /// Reads the huge pages of every size under `dir` (`hugepages-<size>kB`
-/// folders), by size.
+/// folders), by size. A folder whose size in bytes does not fit 64 bits
+/// is no kernel's and is skipped, like a name that is not a size.
 pub(crate) fn read_hugepages(sys: &SysRoot, dir: &str) -> Result<Vec<HugePages>, SysError> {
     let mut out = Vec::new();
     for name in sys.list_dir(dir)?.unwrap_or_default() {
         let Some(kb) = name.strip_prefix("hugepages-").and_then(|s| s.strip_suffix("kB")) else { continue };
-        let Ok(kb) = kb.parse::<u64>() else { continue };
+        let Some(size_bytes) = kb.parse::<u64>().ok().and_then(|kb| kb.checked_mul(1024)) else { continue };
         let f = |file: &str| sys.read_u64(format!("{dir}/{name}/{file}"));
         out.push(HugePages {
-            size_bytes: kb * 1024,
+            size_bytes,
             total: f("nr_hugepages")?.unwrap_or(0),
             free: f("free_hugepages")?.unwrap_or(0),
             surplus: f("surplus_hugepages")?.unwrap_or(0),
