@@ -285,4 +285,42 @@ fd000000000000000000000000000000 08 00000000000000000000000000000000 00 00000000
     fn specifiers_recognised() {
         assert!(is_iospec("netdev:eth0") && is_iospec("ip:10.0.0.1") && !is_iospec("0-1"));
     }
+
+    mod props {
+        use super::*;
+        use crate::sys::proptests::{kernelish, lossy};
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            #[test]
+            fn route_files_never_panic(t in prop_oneof![kernelish(), lossy(), any::<String>()], ip in any::<u32>(), ip6 in any::<u128>()) {
+                let _ = is_local_v4(&t, ip);
+                let _ = best_route_v4(&t, ip);
+                let _ = best_route_v6(&t, ip6);
+            }
+
+            /// A generated `fib_trie` says an address is local exactly when
+            /// one of its `LOCAL` leaves covers it.
+            #[test]
+            fn fib_trie_local_model(
+                leaves in prop::collection::vec((any::<u32>(), 0u32..=32, prop::sample::select(vec!["LOCAL", "BROADCAST", "UNICAST"])), 0..8),
+                probe in any::<u32>(),
+                pick in any::<prop::sample::Index>(),
+            ) {
+                let mut t = String::from("Main:\n  +-- 0.0.0.0/0 3 0 5\nLocal:\n  +-- 0.0.0.0/0 3 0 5\n");
+                for (a, len, kind) in &leaves {
+                    t.push_str(&format!("     |-- {}\n        /{len} host {kind}\n", std::net::Ipv4Addr::from(*a)));
+                }
+                let mask = |len: u32| if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                let covered = |ip: u32| leaves.iter().any(|(a, len, k)| *k == "LOCAL" && ip & mask(*len) == a & mask(*len));
+                prop_assert_eq!(is_local_v4(&t, probe), covered(probe));
+                if !leaves.is_empty() {
+                    let ip = leaves[pick.index(leaves.len())].0;
+                    prop_assert_eq!(is_local_v4(&t, ip), covered(ip));
+                }
+            }
+        }
+    }
 }

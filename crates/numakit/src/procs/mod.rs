@@ -10,6 +10,8 @@ pub mod cgroup;
 pub mod counters;
 pub mod numa_maps;
 pub mod pidstat;
+#[cfg(test)]
+mod proptests;
 
 use crate::sets::{CpuSet, NodeSet, MAX_CPUS, MAX_NODES};
 use crate::sys::{SysError, SysRoot};

@@ -113,4 +113,24 @@ proptest! {
         let _ = CpuSet::parse_mask(&t);
         let _ = numactl::SetSpec::<Cpu>::parse(&t);
     }
+
+    /// A list and a mask of the same set parse to the same set, at any
+    /// mask width.
+    #[test]
+    fn list_and_mask_agree(v in ids(), width in 0u32..5000) {
+        let s: CpuSet = v.iter().copied().collect();
+        prop_assert_eq!(CpuSet::parse_list(&s.to_list()).expect("list"), CpuSet::parse_mask(&s.to_mask(width)).expect("mask"));
+    }
+
+    /// Anything parses to a set within [`MAX_ID`] or is an error naming
+    /// the input as typed.
+    #[test]
+    fn any_text_is_a_bounded_set_or_named(t in prop_oneof![any::<String>(), "[0-9a-fA-Fx,:/ \n\u{0}-]{0,40}"]) {
+        for r in [CpuSet::parse_list(&t), CpuSet::parse_mask(&t)] {
+            match r {
+                Ok(s) => prop_assert!(s.last().is_none_or(|l| l < MAX_ID)),
+                Err(SetError::Syntax { input, .. }) => prop_assert_eq!(&input, &t),
+            }
+        }
+    }
 }

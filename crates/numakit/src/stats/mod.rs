@@ -16,6 +16,8 @@ pub mod counters;
 pub mod cpu;
 pub mod meminfo;
 pub mod process;
+#[cfg(test)]
+mod proptests;
 pub mod rate;
 pub mod top;
 pub mod vmstat;

@@ -13,6 +13,8 @@
 //! and values quoted in errors are one bounded line ([`crate::text`]).
 
 pub mod kept;
+#[cfg(test)]
+pub(crate) mod proptests;
 pub mod stat;
 
 use std::fs;

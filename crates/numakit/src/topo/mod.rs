@@ -339,4 +339,6 @@ impl Topology {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
