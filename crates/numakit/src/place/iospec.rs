@@ -288,11 +288,11 @@ fd000000000000000000000000000000 08 00000000000000000000000000000000 00 00000000
 
     mod props {
         use super::*;
-        use crate::sys::proptests::{kernelish, lossy};
+        use crate::sys::proptests::{cfg, kernelish, lossy};
         use proptest::prelude::*;
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(64))]
+            #![proptest_config(cfg())]
 
             #[test]
             fn route_files_never_panic(t in prop_oneof![kernelish(), lossy(), any::<String>()], ip in any::<u32>(), ip6 in any::<u128>()) {

@@ -10,11 +10,7 @@ use proptest::prelude::*;
 use super::numa_maps::{self, MappingKind, NumaMapping};
 use super::*;
 use crate::sets::{MAX_CPUS, MAX_NODES};
-use crate::sys::proptests::{kernelish, lossy};
-
-fn cfg() -> ProptestConfig {
-    ProptestConfig::with_cases(64)
-}
+use crate::sys::proptests::{cfg, kernelish, lossy};
 
 fn any_text() -> impl Strategy<Value = String> {
     prop_oneof![kernelish(), lossy(), any::<String>()]

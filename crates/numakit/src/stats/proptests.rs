@@ -8,11 +8,7 @@ use super::counters::parse_numastat;
 use super::process::{numastat_usage, summarize_text};
 use super::vmstat::{parse_vmstat, AUTONUMA};
 use crate::sets::NodeSet;
-use crate::sys::proptests::{kernelish, lossy};
-
-fn cfg() -> ProptestConfig {
-    ProptestConfig::with_cases(64)
-}
+use crate::sys::proptests::{cfg, kernelish, lossy};
 
 proptest! {
     #![proptest_config(cfg())]

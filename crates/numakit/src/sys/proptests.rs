@@ -25,8 +25,11 @@ fn key() -> impl Strategy<Value = String> {
     "[A-Za-z][A-Za-z0-9_()]{0,19}"
 }
 
-fn cfg() -> ProptestConfig {
-    ProptestConfig::with_cases(64)
+/// 64 cases, or `PROPTEST_CASES` when set (the long run,
+/// docs/hostile-input.md).
+pub(crate) fn cfg() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    ProptestConfig::with_cases(cases)
 }
 
 proptest! {

@@ -5,12 +5,8 @@ use proptest::prelude::*;
 
 use super::nodes::parse_distance_row;
 use crate::sets::{CpuSet, MAX_CPUS};
-use crate::sys::proptests::{kernelish, lossy};
+use crate::sys::proptests::{cfg, kernelish, lossy};
 use crate::sys::SysRoot;
-
-fn cfg() -> ProptestConfig {
-    ProptestConfig::with_cases(64)
-}
 
 proptest! {
     #![proptest_config(cfg())]
