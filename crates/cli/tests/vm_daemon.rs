@@ -348,8 +348,10 @@ fn daemon_in_four_nodes() {
     );
     let topo = Topology::named("4n-rr").expect("named topology");
     // Two boots side by side, phases 1 and 3 in one, 2, 4 and 5 in the
-    // other (about 155 and 130 + 90 s of guest time): a guest is one TCG
-    // thread, so on two cores the pair takes about as long as its longer half.
+    // other (about 155 and 130 + 120 s of guest time: phase 5 starts the
+    // daemon four times, each start about 10 s under TCG): a guest is one
+    // TCG thread, so on two cores the pair takes about as long as its
+    // longer half.
     let boots = [
         vec![("one".to_string(), phase1()), ("three".to_string(), phase3())],
         vec![("two".to_string(), phase2()), ("four".to_string(), phase4()), ("five".to_string(), phase5())],
