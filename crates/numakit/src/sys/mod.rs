@@ -12,6 +12,7 @@
 //! would read until memory runs out), at most [`MAX_FILE_BYTES`] of each,
 //! and values quoted in errors are one bounded line ([`crate::text`]).
 
+pub mod interrupts;
 pub mod kept;
 #[cfg(test)]
 pub(crate) mod proptests;
