@@ -1,6 +1,7 @@
 //! Writes of kernel tunables: [`write_value`] puts one value into one file
-//! under `/proc/sys` or `/sys`, relative to a [`SysRoot`] (the live `/`, or
-//! a temporary folder in tests), and records the change.
+//! under `/proc/sys` or `/sys`, or an IRQ's `/proc/irq/N/smp_affinity_list`,
+//! relative to a [`SysRoot`] (the live `/`, or a temporary folder in tests),
+//! and records the change.
 //!
 //! This is the only code in numakit that writes a kernel knob. It does not
 //! read knobs, validate values or decide anything: [`crate::tune`] checks
@@ -19,7 +20,8 @@ use crate::sys::SysRoot;
 /// root, e.g. `proc/sys/kernel/numa_balancing`, and records the change as
 /// `write /proc/sys/kernel/numa_balancing: 0`.
 ///
-/// `rel` must lie under `proc/sys/` or `sys/` and may not contain `..`
+/// `rel` must lie under `proc/sys/` or `sys/`, or be
+/// `proc/irq/N/smp_affinity_list`, and may not contain `..`
 /// ([`ActError::Invalid`] otherwise, nothing written). The file must exist
 /// (it is never created). It is opened with `O_TRUNC`, like the shell's
 /// `echo 0 > FILE`: the kernel ignores the truncation, and a plain file in
@@ -57,8 +59,9 @@ pub fn write_value(sys: &SysRoot, rel: impl AsRef<Path>, value: &str) -> Result<
     Ok(())
 }
 
-/// Refuses paths outside `proc/sys/` and `sys/`, absolute paths after the
-/// leading `/` is dropped, and `..`.
+/// Refuses paths outside `proc/sys/`, `sys/` and
+/// `proc/irq/N/smp_affinity_list`, absolute paths after the leading `/` is
+/// dropped, and `..`.
 fn check_rel(rel: &Path) -> Result<()> {
     let rel = rel.strip_prefix("/").unwrap_or(rel);
     let parts: Vec<Component<'_>> = rel.components().collect();
@@ -66,6 +69,12 @@ fn check_rel(rel: &Path) -> Result<()> {
     let under = match parts.as_slice() {
         [Component::Normal(a), Component::Normal(b), _, ..] if *a == "proc" && *b == "sys" => true,
         [Component::Normal(a), _, ..] if *a == "sys" => true,
+        [Component::Normal(a), Component::Normal(b), Component::Normal(n), Component::Normal(f)]
+            if *a == "proc" && *b == "irq" && *f == "smp_affinity_list" =>
+        {
+            let n = n.to_string_lossy();
+            !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit())
+        }
         _ => false,
     };
     if normal && under {
@@ -73,7 +82,10 @@ fn check_rel(rel: &Path) -> Result<()> {
     } else {
         Err(ActError::Invalid {
             call: "write",
-            why: format!("{} is not a knob file under /proc/sys or /sys", rel.display()),
+            why: format!(
+                "{} is not a knob file under /proc/sys or /sys, nor an IRQ's smp_affinity_list",
+                rel.display()
+            ),
         })
     }
 }
@@ -129,9 +141,30 @@ mod tests {
     }
 
     #[test]
+    fn irq_affinity_files_are_writable() {
+        let (d, r) = root();
+        fs::create_dir_all(d.path().join("proc/irq/30")).expect("mkdir");
+        fs::write(d.path().join("proc/irq/30/smp_affinity_list"), "0-7\n").expect("write");
+        write_value(&r, "proc/irq/30/smp_affinity_list", "1,3").expect("write");
+        assert_eq!(fs::read_to_string(d.path().join("proc/irq/30/smp_affinity_list")).expect("read"), "1,3");
+    }
+
+    #[test]
     fn paths_outside_proc_sys_and_sys_are_refused() {
         let (_d, r) = root();
-        for bad in ["etc/passwd", "proc/self/mem", "sys/../etc/passwd", "proc/sys/../../etc/x", "sys", "proc/sys"] {
+        for bad in [
+            "etc/passwd",
+            "proc/self/mem",
+            "sys/../etc/passwd",
+            "proc/sys/../../etc/x",
+            "sys",
+            "proc/sys",
+            "proc/irq/default_smp_affinity",
+            "proc/irq/x1/smp_affinity_list",
+            "proc/irq/1/spurious",
+            "proc/irq/1/../../self/mem",
+            "proc/irq/1/smp_affinity_list/x",
+        ] {
             let e = write_value(&r, bad, "1").unwrap_err();
             assert!(matches!(e, ActError::Invalid { .. }), "{bad}: {e}");
         }

@@ -19,7 +19,7 @@ use super::plan::{self, Plan, Setting, Write};
 use super::read::{self, Reading};
 use super::state::{self, Event, Lock, State};
 use super::{TuneError, WriteFailure};
-use crate::act;
+use crate::act::{self, ActError};
 use crate::sys::SysRoot;
 
 /// A callback after each successful write: its number (1, 2, ...) and the write.
@@ -54,6 +54,9 @@ pub struct ApplyOutcome {
     pub newly_saved: Vec<String>,
     /// Things worth telling (a stale state file from an earlier boot).
     pub notes: Vec<String>,
+    /// With [`apply_irqs`]: the IRQ affinity writes the kernel refused with
+    /// `EIO` (managed and per-CPU IRQs), which were left as they are.
+    pub refused: Vec<(Write, ActError)>,
 }
 
 /// What [`revert`] did.
@@ -87,16 +90,45 @@ fn readings_for(sys: &SysRoot, settings: &[Setting]) -> Vec<Reading> {
 
 /// Checks and applies `settings` (`action` names it in the state history:
 /// `set`, `apply hep-farm`).
-pub fn apply(
+pub fn apply(sys: &SysRoot, settings: &[Setting], action: &str, opts: Options<'_>) -> Result<ApplyOutcome, TuneError> {
+    apply_inner(sys, settings, action, opts, false, &mut |s: &SysRoot, p: &str, v: &str| {
+        act::knobs::write_value(s, p, v)
+    })
+}
+
+/// [`apply`] for IRQ affinities (`tune irq-local`): a write the kernel
+/// refuses with `EIO` (a managed IRQ, whose affinity the kernel owns, or a
+/// per-CPU one) is not a failure: that IRQ is left as it is, reported in
+/// [`ApplyOutcome::refused`], and its original leaves the state file; the
+/// other writes go on. Any other refusal rolls back as in [`apply`].
+pub fn apply_irqs(
+    sys: &SysRoot,
+    settings: &[Setting],
+    action: &str,
+    opts: Options<'_>,
+) -> Result<ApplyOutcome, TuneError> {
+    apply_inner(sys, settings, action, opts, true, &mut |s: &SysRoot, p: &str, v: &str| {
+        act::knobs::write_value(s, p, v)
+    })
+}
+
+/// How a write is made: [`act::knobs::write_value`]; tests stand in a
+/// kernel that refuses some writes.
+type Writer<'w> = &'w mut dyn FnMut(&SysRoot, &str, &str) -> act::Result<()>;
+
+fn apply_inner(
     sys: &SysRoot,
     settings: &[Setting],
     action: &str,
     mut opts: Options<'_>,
+    refusals_ok: bool,
+    write: Writer<'_>,
 ) -> Result<ApplyOutcome, TuneError> {
     let _lock = if opts.dry_run { None } else { Some(Lock::acquire(&opts.state_path)?) };
     let readings = readings_for(sys, settings);
     let plan = plan::plan(settings, &readings, read::kernel_version(sys))?;
-    let mut outcome = ApplyOutcome { plan, dry_run: opts.dry_run, newly_saved: Vec::new(), notes: Vec::new() };
+    let mut outcome =
+        ApplyOutcome { plan, dry_run: opts.dry_run, newly_saved: Vec::new(), notes: Vec::new(), refused: Vec::new() };
     if opts.dry_run || outcome.plan.writes.is_empty() {
         return Ok(outcome);
     }
@@ -130,9 +162,14 @@ pub fn apply(
     state.save(path)?;
 
     let writes = outcome.plan.writes.clone();
-    for (i, w) in writes.iter().enumerate() {
-        if let Err(error) = act::knobs::write_value(sys, &w.path, &w.to) {
-            let (rolled_back, rollback_failed) = roll_back(sys, &writes[..i]);
+    let mut written: Vec<Write> = Vec::new();
+    for w in writes.iter() {
+        if let Err(error) = write(sys, &w.path, &w.to) {
+            if refusals_ok && knobs::irq_of(&w.knob).is_some() && error.is_errno(libc::EIO) {
+                outcome.refused.push((w.clone(), error));
+                continue;
+            }
+            let (rolled_back, rollback_failed) = roll_back(sys, &written, write);
             if rollback_failed.is_empty() {
                 // everything is as before: so is the state file
                 let restored = match previous {
@@ -152,8 +189,31 @@ pub fn apply(
                 rollback_failed,
             })));
         }
+        written.push(w.clone());
         if let Some(f) = opts.after_write.as_mut() {
-            f(i + 1, w);
+            f(written.len(), w);
+        }
+    }
+    if !outcome.refused.is_empty() {
+        // the refused IRQs were never changed: the state file forgets them
+        // (unless an earlier run saved them), or returns to what it was
+        let refused: Vec<&str> = outcome.refused.iter().map(|(w, _)| w.knob.as_str()).collect();
+        let fresh = |k: &str| refused.contains(&k) && outcome.newly_saved.iter().any(|n| n == k);
+        state.originals.retain(|o| !fresh(&o.knob));
+        outcome.newly_saved.retain(|k| !refused.contains(&k.as_str()));
+        if let Some(ev) = state.history.last_mut() {
+            ev.writes.retain(|kv| !refused.iter().any(|k| kv.starts_with(&format!("{k}="))));
+        }
+        let saved = if written.is_empty() {
+            match previous {
+                Some(mut p) => p.save(path),
+                None => State::remove(path),
+            }
+        } else {
+            state.save(path)
+        };
+        if let Err(e) = saved {
+            outcome.notes.push(e.to_string());
         }
     }
     Ok(outcome)
@@ -161,10 +221,10 @@ pub fn apply(
 
 /// Writes back the `from` values of `done`, newest first. Returns the
 /// knobs put back and the failures (`knob (error)`).
-fn roll_back(sys: &SysRoot, done: &[Write]) -> (Vec<String>, Vec<String>) {
+fn roll_back(sys: &SysRoot, done: &[Write], write: Writer<'_>) -> (Vec<String>, Vec<String>) {
     let (mut ok, mut failed) = (Vec::new(), Vec::new());
     for w in done.iter().rev() {
-        match act::knobs::write_value(sys, &w.path, &w.from) {
+        match write(sys, &w.path, &w.from) {
             Ok(()) => ok.push(w.knob.clone()),
             Err(e) => failed.push(format!("{} ({e})", w.knob)),
         }
@@ -321,6 +381,91 @@ mod tests {
 
     fn value(sys: &SysRoot, name: &str) -> String {
         read::read_knob(sys, &knobs::lookup(name).expect("knob")).value().expect("value").to_string()
+    }
+
+    /// A kernel that refuses (EIO) the writes to the files in `managed`.
+    fn irq_apply(sys: &SysRoot, st: &Path, settings: &[Setting], managed: &[&str]) -> Result<ApplyOutcome, TuneError> {
+        let mut kernel = |s: &SysRoot, p: &str, v: &str| {
+            if managed.contains(&p) {
+                return Err(ActError::sys("write", libc::EIO));
+            }
+            act::knobs::write_value(s, p, v)
+        };
+        apply_inner(sys, settings, "irq-local 0000:21:01.0", opts(st), true, &mut kernel)
+    }
+
+    fn irq_root() -> (tempfile::TempDir, SysRoot) {
+        let (d, sys) = fake_root();
+        for (n, v) in [(28, "0,2,4,6"), (29, "0-7"), (30, "0-7")] {
+            put(&d, &format!("proc/irq/{n}/smp_affinity_list"), &format!("{v}\n"));
+        }
+        (d, sys)
+    }
+
+    fn affinity(sys: &SysRoot, n: u32) -> String {
+        sys.read(format!("proc/irq/{n}/smp_affinity_list")).expect("read").expect("file")
+    }
+
+    fn irq_settings(list: &[u32]) -> Vec<Setting> {
+        list.iter().map(|n| Setting::new(knobs::irq_affinity(*n).name, "1,3,5,7")).collect()
+    }
+
+    #[test]
+    fn managed_irqs_are_reported_and_the_rest_applied_then_reverted() {
+        let (d, sys) = irq_root();
+        let st = d.path().join("s.json");
+        let out =
+            irq_apply(&sys, &st, &irq_settings(&[28, 29, 30]), &["proc/irq/29/smp_affinity_list"]).expect("apply");
+        assert_eq!(out.refused.len(), 1);
+        assert_eq!(out.refused[0].0.knob, "irq/29/smp_affinity_list");
+        assert!(out.refused[0].1.is_errno(libc::EIO));
+        assert_eq!(out.newly_saved, vec!["irq/28/smp_affinity_list", "irq/30/smp_affinity_list"]);
+        assert_eq!(
+            (affinity(&sys, 28), affinity(&sys, 29), affinity(&sys, 30)),
+            ("1,3,5,7".into(), "0-7".into(), "1,3,5,7".into())
+        );
+        let state = State::load(&st).expect("load").expect("state");
+        let saved: Vec<(&str, &str)> = state.originals.iter().map(|o| (o.knob.as_str(), o.value.as_str())).collect();
+        assert_eq!(saved, vec![("irq/28/smp_affinity_list", "0,2,4,6"), ("irq/30/smp_affinity_list", "0-7")]);
+        assert!(!state.history[0].writes.iter().any(|w| w.starts_with("irq/29/")), "{:?}", state.history);
+        let r = revert(&sys, opts(&st)).expect("revert");
+        assert_eq!(r.writes.len(), 2);
+        assert_eq!((affinity(&sys, 28), affinity(&sys, 30)), ("0,2,4,6".into(), "0-7".into()));
+        assert!(!st.exists());
+    }
+
+    #[test]
+    fn every_irq_refused_leaves_no_state() {
+        let (d, sys) = irq_root();
+        let st = d.path().join("s.json");
+        let all = ["proc/irq/28/smp_affinity_list", "proc/irq/29/smp_affinity_list"];
+        let out = irq_apply(&sys, &st, &irq_settings(&[28, 29]), &all).expect("apply");
+        assert_eq!(out.refused.len(), 2);
+        assert!(out.newly_saved.is_empty());
+        assert!(!st.exists(), "nothing was changed, nothing to revert");
+    }
+
+    #[test]
+    fn other_irq_failures_roll_back_and_plain_set_does_not_skip_eio() {
+        let (d, sys) = irq_root();
+        let st = d.path().join("s.json");
+        // a write failing with another errno rolls back the ones before it
+        let mut kernel = |s: &SysRoot, p: &str, v: &str| {
+            if p == "proc/irq/30/smp_affinity_list" {
+                return Err(ActError::sys("write", libc::ENOSPC));
+            }
+            act::knobs::write_value(s, p, v)
+        };
+        let e = apply_inner(&sys, &irq_settings(&[28, 30]), "irq-local x", opts(&st), true, &mut kernel).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("irq/30/smp_affinity_list: cannot write 1,3,5,7 to "), "{msg}");
+        assert!(msg.ends_with("rolled back irq/28/smp_affinity_list"), "{msg}");
+        assert_eq!(affinity(&sys, 28), "0,2,4,6");
+        assert!(!st.exists());
+        // without refusals_ok (tune set), EIO is a failure like any other
+        let mut eio = |_: &SysRoot, _: &str, _: &str| Err(ActError::sys("write", libc::EIO));
+        let e = apply_inner(&sys, &irq_settings(&[28]), "set", opts(&st), false, &mut eio).unwrap_err();
+        assert!(e.to_string().contains("EIO"), "{e}");
     }
 
     #[test]

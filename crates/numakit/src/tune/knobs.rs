@@ -31,6 +31,9 @@ pub enum Accepts {
     },
     /// `true` or `false` (also taken: `1`/`0`, `yes`/`no`, `on`/`off`).
     Bool,
+    /// A non-empty CPU list in the kernel's list syntax (`0-3,8`): an
+    /// IRQ's `smp_affinity_list`.
+    CpuList,
 }
 
 /// The largest `unsigned int` (debugfs `u32` and `kstrtouint` knobs).
@@ -86,6 +89,11 @@ impl Knob {
                 "false" | "0" | "no" | "off" | "n" => Ok("false".into()),
                 _ => Err("must be true or false".into()),
             },
+            Accepts::CpuList => match crate::sets::CpuSet::parse_list(v) {
+                Ok(set) if !set.is_empty() => Ok(set.to_list()),
+                Ok(_) => Err("must name at least one CPU".into()),
+                Err(e) => Err(format!("must be a CPU list such as 0-3,8 ({e})")),
+            },
         }
     }
 
@@ -118,6 +126,7 @@ impl Knob {
             Accepts::Range { min, max } => format!("{min}-{max}"),
             Accepts::Choice { choices } => choices.join("|"),
             Accepts::Bool => "true|false".into(),
+            Accepts::CpuList => "CPU list".into(),
         }
     }
 
@@ -377,6 +386,37 @@ pub fn weight(node: u32) -> Knob {
     }
 }
 
+/// IRQ affinities are `irq/<N>/smp_affinity_list` (the path below `/proc`).
+pub const IRQ_PREFIX: &str = "irq/";
+const IRQ_SUFFIX: &str = "/smp_affinity_list";
+
+/// The affinity of IRQ `irq` (`irq/N/smp_affinity_list`, also its full
+/// path `/proc/irq/N/smp_affinity_list`). Not in the catalogue (`tune show`
+/// does not list every IRQ); `tune irq-local` writes these, and `set`
+/// takes them by name. They come after every catalogue knob, by number.
+pub fn irq_affinity(irq: u32) -> Knob {
+    Knob {
+        name: format!("{IRQ_PREFIX}{irq}{IRQ_SUFFIX}"),
+        aliases: vec![],
+        paths: vec![format!("proc/{IRQ_PREFIX}{irq}{IRQ_SUFFIX}")],
+        accepts: Accepts::CpuList,
+        default: "all CPUs (/proc/irq/default_smp_affinity)",
+        doc: "the CPUs this interrupt may be delivered to",
+        needs: "an IRQ of that number (/proc/irq/N)",
+        order: 1_000_000u32.saturating_add(irq),
+    }
+}
+
+/// The IRQ of an IRQ affinity knob's canonical name.
+pub fn irq_of(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix(IRQ_PREFIX)?.strip_suffix(IRQ_SUFFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0'))
+    {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// The catalogue, with the weights of `weight_nodes` (the nodes the
 /// kernel lists in `weighted_interleave/`), in catalogue order.
 pub fn catalogue(weight_nodes: &[u32]) -> Vec<Knob> {
@@ -393,6 +433,9 @@ pub fn catalogue(weight_nodes: &[u32]) -> Vec<Knob> {
 pub fn lookup(name: &str) -> Option<Knob> {
     let name = name.trim();
     let stripped = name.trim_start_matches('/');
+    if let Some(n) = irq_of(name).or_else(|| stripped.strip_prefix("proc/").and_then(irq_of)) {
+        return Some(irq_affinity(n));
+    }
     let mut candidates = vec![name.to_string()];
     if let Some(rest) = stripped.strip_prefix("proc/sys/") {
         candidates.push(rest.replace('/', "."));
@@ -559,6 +602,26 @@ mod tests {
         let nb = lookup("numa_balancing").expect("knob");
         assert_eq!(nb.current_from_raw("1\n"), Ok("1".into()));
         assert!(nb.current_from_raw("").is_err());
+    }
+
+    #[test]
+    fn irq_affinities_by_number() {
+        for n in ["irq/30/smp_affinity_list", "/proc/irq/30/smp_affinity_list", "proc/irq/30/smp_affinity_list"] {
+            let k = lookup(n).unwrap_or_else(|| panic!("{n}"));
+            assert_eq!(k.name, "irq/30/smp_affinity_list");
+            assert_eq!(k.paths, vec!["proc/irq/30/smp_affinity_list".to_string()]);
+            assert_eq!(irq_of(&k.name), Some(30));
+        }
+        for bad in
+            ["irq/030/smp_affinity_list", "irq//smp_affinity_list", "irq/x/smp_affinity_list", "irq/3/smp_affinity"]
+        {
+            assert!(lookup(bad).is_none(), "{bad}");
+        }
+        let k = irq_affinity(7);
+        assert_eq!(k.validate(" 3,1,2 "), Ok("1-3".into()));
+        assert!(k.validate("").unwrap_err().contains("at least one CPU"));
+        assert!(k.validate("1-0").unwrap_err().contains("CPU list"));
+        assert!(k.order > catalogue(&[0, 1]).iter().map(|k| k.order).max().unwrap_or(0));
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod state;
 
 use std::path::PathBuf;
 
-pub use apply::{apply, revert, ApplyOutcome, RevertOutcome};
+pub use apply::{apply, apply_irqs, revert, ApplyOutcome, RevertOutcome};
 pub use knobs::{lookup, Knob};
 pub use plan::{Plan, Setting, Write};
 pub use read::{read_all, Reading};
