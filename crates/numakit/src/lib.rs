@@ -59,6 +59,7 @@ pub mod bench;
 pub mod compare;
 pub mod daemon;
 pub mod files;
+pub mod irq;
 pub mod place;
 pub mod present;
 pub mod procs;
