@@ -7,6 +7,7 @@
 //! is left alone.
 
 use crate::sets::CpuSet;
+use crate::topo::Topology;
 use crate::tune::knobs;
 use crate::tune::Setting;
 
@@ -16,7 +17,7 @@ use super::{IrqDevice, IrqView};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LocalError {
     /// No device of that name.
-    #[error("unknown device \"{typed}\": not a PCI address, network interface or block device of this machine with IRQs (numakit irq show lists them)")]
+    #[error("unknown device \"{typed}\": not a PCI address, network interface or block device of this machine (numakit irq show lists those with IRQs)")]
     Unknown {
         /// As typed.
         typed: String,
@@ -70,8 +71,13 @@ pub struct LocalPlan {
     pub skipped: Vec<(u32, String)>,
 }
 
-/// The PCI address `typed` names among `view`'s devices.
+/// The device `typed` names among `view`'s devices (those with IRQs).
 pub fn find_device<'a>(view: &'a IrqView, typed: &str) -> Option<&'a IrqDevice> {
+    find_in(view.device_irqs().flat_map(|i| i.devices.iter()), typed)
+}
+
+/// The device `typed` names among `devices`.
+fn find_in<'a>(mut devices: impl Iterator<Item = &'a IrqDevice>, typed: &str) -> Option<&'a IrqDevice> {
     let t = typed.trim();
     let (kind, name) = match t.split_once(':') {
         Some((k @ ("pci" | "netdev" | "block"), rest)) => (Some(k), rest),
@@ -79,7 +85,7 @@ pub fn find_device<'a>(view: &'a IrqView, typed: &str) -> Option<&'a IrqDevice> 
     };
     let name = name.strip_prefix("/dev/").unwrap_or(name);
     let pci = crate::place::iospec::normalize_pci(name);
-    view.device_irqs().flat_map(|i| i.devices.iter()).find(|d| match kind {
+    devices.find(|d| match kind {
         Some("pci") => pci.as_deref() == Some(d.pci.as_str()),
         Some("netdev") => d.netdevs.iter().any(|n| n == name),
         Some("block") => d.blockdevs.iter().any(|n| n == name),
@@ -91,9 +97,26 @@ pub fn find_device<'a>(view: &'a IrqView, typed: &str) -> Option<&'a IrqDevice> 
     })
 }
 
-/// The IRQ moves that put `typed`'s IRQs on its node's CPUs.
-pub fn plan(view: &IrqView, typed: &str) -> Result<LocalPlan, LocalError> {
-    let device = find_device(view, typed).ok_or_else(|| LocalError::Unknown { typed: typed.to_string() })?.clone();
+/// The IRQ moves that put `typed`'s IRQs on its node's CPUs. `topo` knows
+/// the PCI devices without IRQs (to say so, rather than "unknown").
+pub fn plan(view: &IrqView, topo: &Topology, typed: &str) -> Result<LocalPlan, LocalError> {
+    let Some(device) = find_device(view, typed).cloned() else {
+        let all: Vec<IrqDevice> = topo
+            .pci_devices
+            .iter()
+            .map(|p| IrqDevice {
+                pci: p.address.clone(),
+                driver: None,
+                netdevs: p.netdevs.clone(),
+                blockdevs: p.blockdevs.clone(),
+                node: p.numa_node,
+            })
+            .collect();
+        return Err(match find_in(all.iter(), typed) {
+            Some(d) => LocalError::NoIrqs { typed: typed.to_string(), pci: d.pci.clone() },
+            None => LocalError::Unknown { typed: typed.to_string() },
+        });
+    };
     let pci = device.pci.clone();
     let node = device.node.ok_or_else(|| LocalError::NoNode { typed: typed.to_string(), pci: pci.clone() })?;
     let cpus = view
@@ -111,7 +134,7 @@ pub fn plan(view: &IrqView, typed: &str) -> Result<LocalPlan, LocalError> {
         LocalPlan { device, node, cpus: cpus.clone(), settings: Vec::new(), already: Vec::new(), skipped: Vec::new() };
     for irq in mine {
         match &irq.affinity {
-            None => out.skipped.push((irq.irq, format!("/proc/irq/{} has no smp_affinity_list", irq.irq))),
+            None => out.skipped.push((irq.irq, "no /proc/irq/N/smp_affinity_list".to_string())),
             Some(a) if !a.is_empty() && a.is_subset(&cpus) => out.already.push(irq.irq),
             Some(_) => out.settings.push(Setting::new(knobs::irq_affinity(irq.irq).name, cpus.to_list())),
         }

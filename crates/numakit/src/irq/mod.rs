@@ -289,6 +289,24 @@ pub fn build(topo: &Topology, readings: &Readings) -> IrqView {
     }
 }
 
+/// IRQ numbers as ranges: `52-103,112`.
+pub fn ranges(irqs: impl IntoIterator<Item = u32>) -> String {
+    let mut v: Vec<u32> = irqs.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { v[i].to_string() } else { format!("{}-{}", v[i], v[j]) });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 /// Where `cpus` are, seen from `node_cpus`.
 pub fn locality(cpus: Option<&CpuSet>, node_cpus: Option<&CpuSet>) -> Locality {
     match (cpus, node_cpus) {

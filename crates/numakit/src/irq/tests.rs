@@ -177,29 +177,43 @@ fn action_names_need_a_separator_after_the_device() {
 fn irq_local_moves_only_what_is_off_node() {
     let (_d, sys) = fake_machine();
     let v = view_of(&sys);
+    let topo = Topology::read(&sys).expect("topology");
     for typed in ["0000:21:01.0", "21:01.0", "pci:21:01.0"] {
-        let p = local::plan(&v, typed).unwrap_or_else(|e| panic!("{typed}: {e}"));
+        let p = local::plan(&v, &topo, typed).unwrap_or_else(|e| panic!("{typed}: {e}"));
         assert_eq!((p.node, p.cpus.to_list()), (1, "1,3,5,7".to_string()));
         let s: Vec<(&str, &str)> = p.settings.iter().map(|s| (s.knob.as_str(), s.value.as_str())).collect();
         assert_eq!(s, vec![("irq/28/smp_affinity_list", "1,3,5,7")]);
         assert_eq!(p.already, vec![29], "CPU 1 is on node 1: left alone");
     }
-    let p = local::plan(&v, "eth0").expect("eth0");
+    let p = local::plan(&v, &topo, "eth0").expect("eth0");
     assert_eq!(p.settings.len(), 1);
-    let p = local::plan(&v, "block:nvme0n1").expect("nvme");
+    let p = local::plan(&v, &topo, "block:nvme0n1").expect("nvme");
     assert_eq!(p.settings.iter().map(|s| s.knob.as_str()).collect::<Vec<_>>(), vec!["irq/50/smp_affinity_list"]);
     assert_eq!(p.already, vec![51]);
 }
 
 #[test]
 fn irq_local_refusals_name_the_device_as_typed() {
-    let (_d, sys) = fake_machine();
+    let (d, sys) = fake_machine();
+    put(d.path(), "sys/bus/pci/devices/0000:00:00.0/numa_node", "0\n");
     let v = view_of(&sys);
-    let e = local::plan(&v, "eth9").unwrap_err();
+    let topo = Topology::read(&sys).expect("topology");
+    let e = local::plan(&v, &topo, "00:00.0").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "device \"00:00.0\" (0000:00:00.0) has no IRQs (no driver bound, or no MSI vectors and no legacy line)"
+    );
+    let e = local::plan(&v, &topo, "eth9").unwrap_err();
     assert_eq!(e, LocalError::Unknown { typed: "eth9".into() });
     assert!(e.to_string().starts_with("unknown device \"eth9\""), "{e}");
-    let e = local::plan(&v, "00:02.0").unwrap_err();
+    let e = local::plan(&v, &topo, "00:02.0").unwrap_err();
     assert!(matches!(e, LocalError::NoNode { .. }), "{e}");
     assert!(e.to_string().starts_with("device \"00:02.0\" (0000:00:02.0) has no NUMA node"), "{e}");
-    assert!(local::plan(&v, "netdev:nvme0n1").is_err(), "a block device is not a netdev");
+    assert!(local::plan(&v, &topo, "netdev:nvme0n1").is_err(), "a block device is not a netdev");
+}
+
+#[test]
+fn irq_ranges() {
+    assert_eq!(ranges([53, 52, 54, 60, 7, 52]), "7,52-54,60");
+    assert_eq!(ranges([]), "");
 }

@@ -13,6 +13,7 @@
 //! * `prometheus`: the exporter's Prometheus text exposition (feature
 //!   `prometheus`);
 //! * [`daemon`]: `numakit ctl status` for people;
+//! * [`irq`]: `numakit irq show`, the IRQ locality table and its JSON;
 //! * `bench`, `compare`: `numakit bench` and `numakit compare` as text and
 //!   JSON (feature `measure`); `plot`: the bench results as SVG charts
 //!   (feature `plot`).
@@ -24,6 +25,7 @@ pub mod cgroup;
 pub mod compare;
 pub mod daemon;
 pub mod hardware;
+pub mod irq;
 pub mod json;
 #[cfg(feature = "plot")]
 pub mod plot;

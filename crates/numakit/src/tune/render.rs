@@ -36,6 +36,12 @@ pub fn show_text(readings: &[Reading], state: Option<&State>) -> String {
         }
         let _ = writeln!(out, "    {}", k.doc);
     }
+    // IRQ affinities are not in the catalogue: list the ones numakit changed
+    for o in state.map(|s| s.originals.as_slice()).unwrap_or_default() {
+        if super::knobs::irq_of(&o.knob).is_some() {
+            let _ = writeln!(out, "{}: changed by numakit (tune irq-local), original {}", o.knob, o.value);
+        }
+    }
     out
 }
 
@@ -75,7 +81,8 @@ pub fn apply_text(sys: &SysRoot, out: &ApplyOutcome, state_path: &Path) -> Strin
     for note in &out.notes {
         let _ = writeln!(s, "note: {note}");
     }
-    for w in &out.plan.writes {
+    let refused = |k: &str| out.refused.iter().any(|(w, _)| w.knob == k);
+    for w in out.plan.writes.iter().filter(|w| !refused(&w.knob)) {
         if out.dry_run {
             let _ = writeln!(s, "would write {} to {} ({}, now {})", w.to, sys.path(&w.path).display(), w.knob, w.from);
         } else {
@@ -85,9 +92,16 @@ pub fn apply_text(sys: &SysRoot, out: &ApplyOutcome, state_path: &Path) -> Strin
     for w in &out.plan.unchanged {
         let _ = writeln!(s, "{}: already {}", w.knob, w.to);
     }
+    for (w, e) in &out.refused {
+        let _ = writeln!(
+            s,
+            "{}: the kernel refused {} ({e}): it manages this IRQ's affinity (a managed or per-CPU IRQ); left at {}",
+            w.knob, w.to, w.from
+        );
+    }
     if out.dry_run {
         s.push_str("dry run: nothing written\n");
-    } else if !out.plan.writes.is_empty() {
+    } else if out.plan.writes.iter().any(|w| !refused(&w.knob)) {
         let _ = writeln!(s, "previous values saved in {} (numakit tune revert puts them back)", state_path.display());
     }
     s
