@@ -38,6 +38,8 @@ pub enum Command {
     Exporter(crate::cmd::exporter::ExporterArgs),
     /// Kernel NUMA knobs: show, set, apply profiles, revert, check.
     Tune(crate::cmd::tune::TuneArgs),
+    /// Device interrupts: where each IRQ is served, seen from its device's node.
+    Irq(IrqArgs),
     /// Measure memory bandwidth and latency between nodes.
     Bench(crate::cmd::bench::BenchArgs),
     /// Run a workload under several configurations and compare, with statistics.
@@ -76,6 +78,30 @@ pub struct TopoArgs {
     /// Write a picture of the machine to FILE ("-" for standard output).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// `numakit irq`.
+#[derive(Debug, Args)]
+pub struct IrqArgs {
+    #[command(subcommand)]
+    pub action: IrqAction,
+}
+
+/// The `irq` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum IrqAction {
+    /// Every device's IRQs: device, its node, affinity, effective affinity, counts per node, off-node flag.
+    Show {
+        /// Also count over this long (90, 2s, 500ms) and show interrupts per second per node.
+        #[arg(long, value_name = "DURATION")]
+        interval: Option<String>,
+        /// Also IRQs that belong to no known device (timer, ACPI, ...).
+        #[arg(long)]
+        all: bool,
+        /// Print JSON (schema: docs/irq.md).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `numakit run`. Node lists take numactl's syntax: `1-3,5`, `all`, `!LIST`,

@@ -126,6 +126,20 @@ fn notes(path: &str) -> Option<Notes> {
         )
     };
     let socket_file = |what| file(socket.clone(), what);
+    let irq_files = || {
+        vec![
+            file("/proc/interrupts", "Each IRQ's count per CPU since boot, chip, hardware IRQ and action names."),
+            file("/proc/irq/N/", "smp_affinity_list (written by tune irq-local), effective_affinity_list, node."),
+            file(
+                "/sys/bus/pci/devices/*/",
+                "numa_node, msi_irqs/ and irq: which IRQs are whose, and where the device is.",
+            ),
+            file(
+                "/sys/class/net/, /sys/class/block/, /sys/bus/virtio/devices/",
+                "Interfaces, disks and virtio devices named in action names.",
+            ),
+        ]
+    };
     let process_files = || {
         file("/proc/PID/", "The process: status (allowed CPUs and nodes), task/ (threads, their affinity and last CPU), numa_maps (memory per node).")
     };
@@ -263,6 +277,30 @@ fn notes(path: &str) -> Option<Notes> {
             &["sysctl(8)"],
         ),
         "tune show" => n(usual(), with(tune_knobs(), vec![tune_state_file()]), &[]),
+        "tune irq-local" => n(
+            vec![
+                code(0, "The device's IRQs are on its node's CPUs (or were already); IRQs the kernel manages are named and left alone."),
+                code(1, "A system error: the device has no node, its node no CPUs, it has no IRQs, a write failed (the writes made are rolled back), or the kernel refused every move."),
+                code(2, "A usage error: an unknown device, not root (without --dry-run)."),
+            ],
+            with(
+                irq_files(),
+                vec![
+                    tune_state_file(),
+                    file(format!("{tune_state}.lock"), "Locked while numakit tune writes: one at a time."),
+                    file("/proc/PID/comm, /sys/fs/cgroup/system.slice/irqbalance.service/", "Whether irqbalance runs (it would move the IRQs again)."),
+                ],
+            ),
+            &["irqbalance(1)"],
+        ),
+        "irq" | "irq show" => n(
+            usual(),
+            with(
+                nodes_files(),
+                with(irq_files(), vec![file("/proc/PID/comm, /sys/fs/cgroup/system.slice/irqbalance.service/", "Whether irqbalance runs.")]),
+            ),
+            &["irqbalance(1)", "numakit-tune(1)"],
+        ),
         "tune set" | "tune apply" | "tune revert" => n(
             vec![
                 code(0, OK),

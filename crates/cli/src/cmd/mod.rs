@@ -10,6 +10,7 @@ pub mod completions;
 pub mod ctl;
 pub mod daemon;
 pub mod exporter;
+mod irq;
 pub mod manpages;
 mod migrate;
 pub mod migratepages;
@@ -53,6 +54,7 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Top(args) => top::run(&sys, &args),
         Command::Exporter(args) => exporter::run(&sys, &args),
         Command::Tune(args) => tune::run(&sys, &args),
+        Command::Irq(args) => irq::run(&sys, &args),
         Command::Bench(args) => bench::run(&sys, &args),
         Command::Compare(args) => compare::run(&sys, &args),
         Command::Daemon(args) => daemon::run(&sys, &args),

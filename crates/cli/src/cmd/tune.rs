@@ -48,6 +48,14 @@ pub enum TuneAction {
         #[command(flatten)]
         dir: ProfilesDir,
     },
+    /// Move a device's IRQs to the CPUs of its NUMA node, saving the old affinities for `tune revert`.
+    IrqLocal {
+        /// The device: a PCI address (0000:3b:00.0 or 3b:00.0), network interface or block device
+        /// (pci:, netdev: and block: prefixes taken too); `numakit irq show` lists them.
+        device: String,
+        #[command(flatten)]
+        write: WriteOpts,
+    },
     /// Put back every value numakit changed (from the state file), then remove the state file.
     Revert {
         #[command(flatten)]
@@ -151,6 +159,7 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             let p = profiles::find(profile, &profiles_dir(sys, dir)).map_err(failure)?;
             apply_settings(sys, &p.settings, &format!("apply {}", p.name), write)
         }
+        TuneAction::IrqLocal { device, write } => irq_local(sys, device, write),
         TuneAction::Revert { write } => {
             sys.check().map_err(read_error)?;
             if !write.dry_run {
@@ -194,6 +203,81 @@ fn apply_settings(sys: &SysRoot, settings: &[Setting], action: &str, write: &Wri
         crate::output::applied(format!("tune {action} (state {})", path.display()));
     }
     print(&render::apply_text(sys, &out, &path))?;
+    Ok(0)
+}
+
+/// `tune irq-local DEVICE`: the plan is `numakit::irq::local`, the writes
+/// `tune::apply_irqs` (state file first, managed IRQs reported, any other
+/// refusal rolled back).
+fn irq_local(sys: &SysRoot, device: &str, write: &WriteOpts) -> anyhow::Result<u8> {
+    use numakit::irq::{self, local};
+    sys.check().map_err(read_error)?;
+    let topo = numakit::topo::Topology::read(sys).map_err(read_error)?;
+    let view = irq::build(&topo, &irq::read::read(sys).map_err(read_error)?);
+    let plan = local::plan(&view, &topo, device).map_err(|e| match e {
+        local::LocalError::Unknown { .. } => Failure::usage(e.to_string()),
+        _ => Failure::system(e.to_string()),
+    })?;
+    if !write.dry_run {
+        tune::require_root(sys, "irq-local").map_err(failure)?;
+    }
+    let path = state_path(sys, &write.state);
+    let mut pause = pauser();
+    let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
+    let action = format!("irq-local {device}");
+    let out = tune::apply_irqs(sys, &plan.settings, &action, opts).map_err(failure)?;
+    let moved = out.plan.writes.len() - out.refused.len();
+    if !write.dry_run && moved > 0 {
+        crate::output::applied(format!("tune {action} (state {})", path.display()));
+    }
+    let mine = view.irqs.iter().filter(|i| i.devices.iter().any(|d| d.pci == plan.device.pci)).map(|i| i.irq);
+    let mut text = format!(
+        "{}: node {}, CPUs {}; IRQs {}\n",
+        plan.device.label(),
+        plan.node,
+        plan.cpus.to_list(),
+        irq::ranges(mine)
+    );
+    text.push_str(&render::apply_text(sys, &out, &path));
+    if !plan.already.is_empty() {
+        let already = irq::ranges(plan.already.iter().copied());
+        text.push_str(&format!("IRQs {already}: already on node {}'s CPUs; left alone\n", plan.node));
+    }
+    let mut reasons: Vec<&str> = plan.skipped.iter().map(|(_, why)| why.as_str()).collect();
+    reasons.dedup();
+    for why in reasons {
+        let which = irq::ranges(plan.skipped.iter().filter(|(_, w)| w == why).map(|(n, _)| *n));
+        text.push_str(&format!("IRQs {which}: not moved: {why}\n"));
+    }
+    print(&text)?;
+    let balance = irq::read::irqbalance(sys);
+    if balance.running() && moved > 0 {
+        let moved_irqs: Vec<String> = out
+            .plan
+            .writes
+            .iter()
+            .filter(|w| !out.refused.iter().any(|(r, _)| r.knob == w.knob))
+            .filter_map(|w| tune::knobs::irq_of(&w.knob))
+            .map(|n| format!("--banirq={n}"))
+            .collect();
+        eprintln!(
+            "numakit: note: irqbalance is running{} and will move these IRQs again; to keep them, add {} to \
+             IRQBALANCE_ARGS (or ban the other CPUs with IRQBALANCE_BANNED_CPULIST, IRQBALANCE_BANNED_CPUS in \
+             older versions) in /etc/default/irqbalance or /etc/sysconfig/irqbalance and restart it, or stop it",
+            if balance.pids.is_empty() {
+                String::new()
+            } else {
+                format!(" (pid {})", balance.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+            },
+            moved_irqs.join(" ")
+        );
+    }
+    if !out.refused.is_empty() && moved == 0 && !write.dry_run {
+        return Err(Failure::system(format!(
+            "{device}: the kernel refused to move every IRQ it was asked to (managed IRQs); nothing was changed"
+        ))
+        .into());
+    }
     Ok(0)
 }
 
