@@ -140,8 +140,8 @@ pub struct Irq {
     pub rate_by_node: Option<BTreeMap<u32, f64>>,
     /// Interrupts per second over all CPUs.
     pub rate: Option<f64>,
-    /// The CPUs the locality is judged on: the effective affinity, else
-    /// the affinity.
+    /// Where it is served, seen from the device's node, judged on the
+    /// effective affinity, else (none, or a move still pending) the affinity.
     pub locality: Locality,
 }
 
@@ -259,7 +259,7 @@ pub fn build(topo: &Topology, readings: &Readings) -> IrqView {
             None => BTreeMap::new(),
         };
         let node_cpus = node.and_then(|id| nodes.iter().find(|(n, _)| *n == id)).map(|(_, c)| c);
-        let locality = locality(effective.as_ref().or(affinity.as_ref()), node_cpus);
+        let locality = locality(judged(affinity.as_ref(), effective.as_ref()), node_cpus);
         irqs.push(Irq {
             irq: n,
             devices,
@@ -305,6 +305,17 @@ pub fn ranges(irqs: impl IntoIterator<Item = u32>) -> String {
         i = j + 1;
     }
     out.join(",")
+}
+
+/// The CPUs an IRQ's locality is judged on: the effective affinity, unless
+/// it lies outside the affinity. On x86 a new affinity takes effect at the
+/// IRQ's next interrupt (the move is pending until then), so a quiet IRQ
+/// keeps showing its old effective CPU; its affinity is the truth then.
+pub fn judged<'a>(affinity: Option<&'a CpuSet>, effective: Option<&'a CpuSet>) -> Option<&'a CpuSet> {
+    match (affinity, effective) {
+        (Some(a), Some(e)) if !e.is_subset(a) => Some(a),
+        (a, e) => e.or(a),
+    }
 }
 
 /// Where `cpus` are, seen from `node_cpus`.

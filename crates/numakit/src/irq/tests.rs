@@ -133,6 +133,17 @@ fn counts_per_node_and_locality() {
 }
 
 #[test]
+fn a_pending_move_is_judged_on_the_affinity() {
+    // x86 applies a new affinity at the next interrupt: until then the
+    // effective CPU (1, node 1) lies outside the affinity (node 0's CPUs)
+    let (d, sys) = fake_machine();
+    put(d.path(), "proc/irq/29/smp_affinity_list", "0,2,4,6\n");
+    let v = view_of(&sys);
+    assert_eq!(irq(&v, 29).effective.as_ref().map(|e| e.to_list()).as_deref(), Some("1"));
+    assert_eq!(irq(&v, 29).locality, Locality::OffNode);
+}
+
+#[test]
 fn rates_between_two_samples() {
     let (d, sys) = fake_machine();
     let before = crate::sys::interrupts::read_interrupts(&sys).expect("read").expect("some");

@@ -55,7 +55,7 @@ pub struct ApplyOutcome {
     /// Things worth telling (a stale state file from an earlier boot).
     pub notes: Vec<String>,
     /// With [`apply_irqs`]: the IRQ affinity writes the kernel refused with
-    /// `EIO` (managed and per-CPU IRQs), which were left as they are.
+    /// `EIO` or `EPERM` (managed and per-CPU IRQs), which were left as they are.
     pub refused: Vec<(Write, ActError)>,
 }
 
@@ -97,8 +97,8 @@ pub fn apply(sys: &SysRoot, settings: &[Setting], action: &str, opts: Options<'_
 }
 
 /// [`apply`] for IRQ affinities (`tune irq-local`): a write the kernel
-/// refuses with `EIO` (a managed IRQ, whose affinity the kernel owns, or a
-/// per-CPU one) is not a failure: that IRQ is left as it is, reported in
+/// refuses with `EIO` or `EPERM` (a managed IRQ, whose affinity the kernel
+/// owns, or a per-CPU one) is not a failure: that IRQ is left as it is, reported in
 /// [`ApplyOutcome::refused`], and its original leaves the state file; the
 /// other writes go on. Any other refusal rolls back as in [`apply`].
 pub fn apply_irqs(
@@ -110,6 +110,15 @@ pub fn apply_irqs(
     apply_inner(sys, settings, action, opts, true, &mut |s: &SysRoot, p: &str, v: &str| {
         act::knobs::write_value(s, p, v)
     })
+}
+
+/// Whether a failed IRQ affinity write is the kernel refusing to let user
+/// space move that IRQ (kernel/irq/proc.c `write_irq_affinity`: managed,
+/// per-CPU and no-balancing IRQs): `EIO` before Linux 6.x, `EPERM` since
+/// (6.12 answers EPERM for the timer's IRQ 0). Only the write itself: an
+/// `open` refused for lack of privileges is not this.
+fn kernel_keeps_affinity(e: &ActError) -> bool {
+    matches!(e, ActError::Sys { call: "write", errno, .. } if *errno == libc::EIO || *errno == libc::EPERM)
 }
 
 /// How a write is made: [`act::knobs::write_value`]; tests stand in a
@@ -165,7 +174,7 @@ fn apply_inner(
     let mut written: Vec<Write> = Vec::new();
     for w in writes.iter() {
         if let Err(error) = write(sys, &w.path, &w.to) {
-            if refusals_ok && knobs::irq_of(&w.knob).is_some() && error.is_errno(libc::EIO) {
+            if refusals_ok && knobs::irq_of(&w.knob).is_some() && kernel_keeps_affinity(&error) {
                 outcome.refused.push((w.clone(), error));
                 continue;
             }
@@ -387,7 +396,9 @@ mod tests {
     fn irq_apply(sys: &SysRoot, st: &Path, settings: &[Setting], managed: &[&str]) -> Result<ApplyOutcome, TuneError> {
         let mut kernel = |s: &SysRoot, p: &str, v: &str| {
             if managed.contains(&p) {
-                return Err(ActError::sys("write", libc::EIO));
+                // older kernels answer EIO, 6.x EPERM
+                let errno = if p.contains("/28/") { libc::EPERM } else { libc::EIO };
+                return Err(ActError::sys("write", errno));
             }
             act::knobs::write_value(s, p, v)
         };
@@ -462,6 +473,10 @@ mod tests {
         assert!(msg.ends_with("rolled back irq/28/smp_affinity_list"), "{msg}");
         assert_eq!(affinity(&sys, 28), "0,2,4,6");
         assert!(!st.exists());
+        // EPERM at open (not root) is not the kernel keeping an affinity
+        let mut denied = |_: &SysRoot, _: &str, _: &str| Err(ActError::sys("open", libc::EPERM));
+        let e = apply_inner(&sys, &irq_settings(&[28]), "irq-local x", opts(&st), true, &mut denied).unwrap_err();
+        assert!(e.to_string().contains("open: "), "{e}");
         // without refusals_ok (tune set), EIO is a failure like any other
         let mut eio = |_: &SysRoot, _: &str, _: &str| Err(ActError::sys("write", libc::EIO));
         let e = apply_inner(&sys, &irq_settings(&[28]), "set", opts(&st), false, &mut eio).unwrap_err();

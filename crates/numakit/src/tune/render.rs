@@ -95,7 +95,7 @@ pub fn apply_text(sys: &SysRoot, out: &ApplyOutcome, state_path: &Path) -> Strin
     for (w, e) in &out.refused {
         let _ = writeln!(
             s,
-            "{}: the kernel refused {} ({e}): it manages this IRQ's affinity (a managed or per-CPU IRQ); left at {}",
+            "{}: the kernel refused {} ({e}): it keeps this IRQ's affinity (a managed, per-CPU or no-balancing IRQ); left at {}",
             w.knob, w.to, w.from
         );
     }
