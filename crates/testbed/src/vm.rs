@@ -35,6 +35,9 @@ pub struct RunSpec {
     pub cwd: Option<PathBuf>,
     /// Extra kernel command line.
     pub kernel_args: Option<String>,
+    /// Extra QEMU arguments, one word each (`numakit-vm --qemu`; after the
+    /// bed's own, so a later `-machine` or `-bios` wins).
+    pub qemu: Vec<String>,
 }
 
 impl RunSpec {
@@ -55,6 +58,16 @@ impl RunSpec {
     /// Adds an environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> RunSpec {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Adds QEMU arguments (each word one argument).
+    pub fn qemu<I, S>(mut self, args: I) -> RunSpec
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.qemu.extend(args.into_iter().map(Into::into));
         self
     }
 
@@ -268,6 +281,9 @@ pub fn vm_args(topology: &Topology, spec: &RunSpec) -> Vec<String> {
     if let Some(k) = &spec.kernel_args {
         a.extend(["--append".to_string(), k.clone()]);
     }
+    for q in &spec.qemu {
+        a.extend(["--qemu".to_string(), q.clone()]);
+    }
     if spec.script.is_some() {
         a.extend(["--script".to_string(), "-".to_string()]);
     } else {
@@ -385,8 +401,12 @@ mod tests {
     #[test]
     fn vm_args_carry_topology_and_spec() -> Result<(), Error> {
         let t = Topology::named("memless")?;
-        let spec = RunSpec::command(["numactl", "-H"]).env("A", "b c").timeout(Duration::from_secs(42));
+        let spec = RunSpec::command(["numactl", "-H"])
+            .env("A", "b c")
+            .timeout(Duration::from_secs(42))
+            .qemu(["-device", "pxb,id=p1,numa_node=1"]);
         let a = vm_args(&t, &spec).join(" ");
+        assert!(a.contains("--qemu -device --qemu pxb,id=p1,numa_node=1 "), "{a}");
         assert!(a.starts_with("--node 0-1:1024M --node 2-3:0M --node 4-5:1024M --dist 0-1=20"), "{a}");
         assert!(a.contains("--sockets 3 --dies 1 --cores 2 --threads 1"), "{a}");
         assert!(a.contains("--timeout 42 --cwd ") && a.contains("--env A=b c"), "{a}");
