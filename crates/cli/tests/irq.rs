@@ -89,7 +89,7 @@ fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
-fn irq_of<'a>(j: &'a Value, n: u64) -> &'a Value {
+fn irq_of(j: &Value, n: u64) -> &Value {
     j["irqs"].as_array().expect("irqs").iter().find(|i| i["irq"] == n).unwrap_or_else(|| panic!("IRQ {n}: {j}"))
 }
 

@@ -19,7 +19,7 @@ pub struct Filter {
     pub all: bool,
 }
 
-fn shown<'a>(view: &'a IrqView, f: Filter) -> impl Iterator<Item = &'a Irq> {
+fn shown(view: &IrqView, f: Filter) -> impl Iterator<Item = &Irq> {
     view.irqs.iter().filter(move |i| f.all || !i.devices.is_empty())
 }
 
