@@ -118,6 +118,7 @@ fn show_on_the_dump_as_it_is() {
     let o = numakit(&root, &["irq", "show"]);
     let (out, _) = text(&o);
     assert!(out.contains("note: no /proc/interrupts in this root"), "{out}");
+    assert!(out.contains("device IRQs, none judged (no device node or no affinity known)"), "{out}");
     assert!(out.lines().any(|l| l.trim_start().starts_with("52  0000:60:00.0 (enp96s0f0)")), "{out}");
     // nothing irq-local could write: it says so and writes nothing
     let o = numakit(&root, &["tune", "irq-local", "enp96s0f0"]);
@@ -269,4 +270,84 @@ fn show_on_this_machine() {
         live.lines().filter(|l| l.split(':').next().is_some_and(|n| n.trim().parse::<u32>().is_ok())).count();
     let listed = j["irqs"].as_array().expect("irqs").iter().filter(|i| !i["counts"].is_null()).count();
     assert!(listed >= numbered.saturating_sub(2), "{listed} of {numbered}");
+}
+
+/// Makes a hostile file at a path.
+type Maker = Box<dyn Fn(&Path)>;
+
+/// `/proc/interrupts` and an affinity file made hostile one at a time:
+/// every run ends (no hang on a FIFO, no endless read of /dev/zero), by
+/// itself (no signal), with exit 0 or one error line naming the file.
+#[test]
+fn hostile_irq_files_end_in_one_line() {
+    let Some((_t, root)) = dump("hostile") else { return };
+    add_proc(&root);
+    let targets = ["proc/interrupts", "proc/irq/52/smp_affinity_list", "proc/irq/52/effective_affinity_list"];
+    for rel in targets {
+        let path = root.join(rel);
+        let original = std::fs::read(&path).expect("read");
+        let huge = |p: &Path| {
+            let f = std::fs::File::create(p).expect("create");
+            f.set_len((64 << 20) + 1).expect("grow");
+        };
+        let cases: Vec<(&str, Maker)> = vec![
+            ("garbage", Box::new(|p: &Path| std::fs::write(p, b"\x00\xff CPU0 CPU0\n:::\n\x1b[2J").expect("w"))),
+            (
+                "numbers too large",
+                Box::new(|p: &Path| std::fs::write(p, "CPU0\n 52: 99999999999999999999999 x\n").expect("w")),
+            ),
+            ("empty", Box::new(|p: &Path| std::fs::write(p, "").expect("w"))),
+            (
+                "fifo",
+                Box::new(|p: &Path| {
+                    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("c");
+                    // SAFETY: a valid NUL-terminated path
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+                }),
+            ),
+            ("/dev/zero", Box::new(|p: &Path| std::os::unix::fs::symlink("/dev/zero", p).expect("ln"))),
+            ("folder", Box::new(|p: &Path| std::fs::create_dir(p).expect("mkdir"))),
+            ("huge", Box::new(huge)),
+        ];
+        for (what, make) in &cases {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_dir(&path);
+            make(&path);
+            for args in
+                [&["irq", "show", "--all"][..], &["irq", "show", "--json"], &["tune", "irq-local", NIC, "--dry-run"]]
+            {
+                let mut child = Command::new(BIN)
+                    .arg("--sysroot")
+                    .arg(&root)
+                    .args(args)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn");
+                let start = std::time::Instant::now();
+                let status = loop {
+                    if let Some(s) = child.try_wait().expect("wait") {
+                        break s;
+                    }
+                    if start.elapsed() > std::time::Duration::from_secs(20) {
+                        let _ = child.kill();
+                        panic!("{rel} {what} {args:?}: still running after 20 s");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                };
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).expect("read");
+                let code = status.code().unwrap_or_else(|| panic!("{rel} {what} {args:?}: killed by a signal"));
+                assert!(code == 0 || code == 1, "{rel} {what} {args:?}: exit {code}: {err}");
+                if code == 1 {
+                    assert_eq!(err.lines().count(), 1, "{rel} {what} {args:?}: {err}");
+                    assert!(err.contains(rel), "{rel} {what} {args:?}: the file is not named: {err}");
+                    assert!(!err.contains('\x1b'), "{rel} {what}: an escape reached the terminal");
+                }
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir(&path);
+        std::fs::write(&path, original).expect("restore");
+    }
 }

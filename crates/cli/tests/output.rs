@@ -34,6 +34,8 @@ fn commands() -> Vec<Vec<String>> {
         &["top", "--once"],
         &["tune", "show"],
         &["tune", "profiles"],
+        &["irq", "show", "--all"],
+        &["irq", "show", "--json"],
         &["simulate", "--list"],
     ];
     list.iter().map(|a| a.iter().map(|s| s.to_string()).collect()).collect()

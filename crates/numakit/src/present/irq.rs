@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::irq::{Irq, IrqView, Irqbalance};
+use crate::irq::{Irq, IrqView, Irqbalance, Locality};
 use crate::sets::CpuSet;
 
 /// The JSON schema version of `irq show --json`.
@@ -98,6 +98,7 @@ pub fn text(view: &IrqView, irqbalance: &Irqbalance, f: Filter) -> String {
     }
     let dev: Vec<&Irq> = view.device_irqs().collect();
     let off = dev.iter().filter(|i| i.locality.is_off_node()).count();
+    let judged = dev.iter().filter(|i| i.locality != Locality::Unknown).count();
     if !view.has_counts {
         s.push_str("note: no /proc/interrupts in this root: counts and action names unknown\n");
     }
@@ -107,12 +108,21 @@ pub fn text(view: &IrqView, irqbalance: &Irqbalance, f: Filter) -> String {
     if let Some(secs) = view.interval_s {
         let _ = writeln!(s, "rates: interrupts per second over {secs:.1} s");
     }
-    let _ = writeln!(
-        s,
-        "{off} of {} device IRQs served off their device's node{}",
-        dev.len(),
-        if off > 0 { " (numakit tune irq-local DEVICE moves a device's IRQs to its node's CPUs)" } else { "" }
-    );
+    let unjudged = dev.len() - judged;
+    if judged == 0 {
+        let _ = writeln!(s, "{} device IRQs, none judged (no device node or no affinity known)", dev.len());
+    } else {
+        let _ = writeln!(
+            s,
+            "{off} of {judged} device IRQs served off their device's node{}{}",
+            if unjudged > 0 {
+                format!(" ({unjudged} more not judged: no device node or no affinity)")
+            } else {
+                String::new()
+            },
+            if off > 0 { "; numakit tune irq-local DEVICE moves a device's IRQs to its node's CPUs" } else { "" }
+        );
+    }
     if irqbalance.running() {
         s.push_str("note: irqbalance is running: it moves IRQs every 10 s, so these affinities may change\n");
     }
@@ -196,7 +206,7 @@ mod tests {
         let r29: Vec<&str> = row("29").split_whitespace().collect();
         assert_eq!(&r29[6..], &["300", "20", "local", "virtio2-requests"]);
         assert!(!t.contains("timer"), "no device: hidden without --all");
-        assert!(t.contains("3 of 8 device IRQs served off their device's node"), "{t}");
+        assert!(t.contains("3 of 6 device IRQs served off their device's node (2 more not judged"), "{t}");
         let all = text(&v, &Irqbalance { pids: vec![7], unit_active: false }, Filter { all: true });
         assert!(all.contains("timer") && all.contains("irqbalance is running"), "{all}");
     }
