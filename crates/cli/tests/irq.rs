@@ -188,7 +188,14 @@ fn irq_local_then_revert_on_the_dump() {
         .map(|o| (o["knob"].as_str().unwrap_or(""), o["value"].as_str().unwrap_or("")))
         .collect();
     assert_eq!(originals, vec![("irq/52/smp_affinity_list", "0-31"), ("irq/53/smp_affinity_list", "0-31")]);
-    assert!(text(&numakit(&root, &["tune", "show"])).0.contains("irq/52/smp_affinity_list: changed by numakit"));
+    let show = text(&numakit(&root, &["tune", "show"])).0;
+    assert!(show.contains("irq/52/smp_affinity_list = 0-7,16-23  (default all CPUs"), "{show}");
+    assert!(show.contains("accepts CPU list; changed by numakit, original 0-31)"), "{show}");
+    let j: Value = serde_json::from_str(&text(&numakit(&root, &["tune", "show", "--json"])).0).expect("json");
+    let k53 = j["knobs"].as_array().expect("knobs").iter().find(|k| k["name"] == "irq/53/smp_affinity_list");
+    let k53 = k53.expect("irq/53 listed");
+    assert_eq!((k53["value"].as_str(), k53["original"].as_str()), (Some(NODE0), Some("0-31")));
+    assert_eq!(k53["accepts"]["type"], "cpu_list");
 
     let o = numakit(&root, &["tune", "revert"]);
     let (out, err) = text(&o);

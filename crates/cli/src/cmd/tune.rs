@@ -139,9 +139,9 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
     match &args.action {
         TuneAction::Show { json, state } => {
             sys.check().map_err(read_error)?;
-            let readings = tune::read_all(sys);
             // the state file only annotates; an unreadable one is not an error here
             let saved = State::load(&state_path(sys, state)).ok().flatten();
+            let readings = read::read_all_and_saved(sys, saved.as_ref());
             let text = if *json {
                 render::show_json(sys, &readings, saved.as_ref())
             } else {

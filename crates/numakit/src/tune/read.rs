@@ -63,6 +63,19 @@ pub fn read_all(sys: &SysRoot) -> Vec<Reading> {
     out
 }
 
+/// [`read_all`], plus the IRQ affinities the state file holds originals
+/// of (they are not in the catalogue: `tune show` lists those numakit
+/// changed).
+pub fn read_all_and_saved(sys: &SysRoot, state: Option<&super::State>) -> Vec<Reading> {
+    let mut out = read_all(sys);
+    for o in state.map(|s| s.originals.as_slice()).unwrap_or_default() {
+        if let Some(n) = knobs::irq_of(&o.knob) {
+            out.push(read_knob(sys, &knobs::irq_affinity(n)));
+        }
+    }
+    out
+}
+
 /// Reads one knob: the first of its files that exists.
 pub fn read_knob(sys: &SysRoot, knob: &Knob) -> Reading {
     Reading { knob: knob.clone(), state: find(sys, knob) }

@@ -36,12 +36,6 @@ pub fn show_text(readings: &[Reading], state: Option<&State>) -> String {
         }
         let _ = writeln!(out, "    {}", k.doc);
     }
-    // IRQ affinities are not in the catalogue: list the ones numakit changed
-    for o in state.map(|s| s.originals.as_slice()).unwrap_or_default() {
-        if super::knobs::irq_of(&o.knob).is_some() {
-            let _ = writeln!(out, "{}: changed by numakit (tune irq-local), original {}", o.knob, o.value);
-        }
-    }
     out
 }
 
