@@ -136,6 +136,8 @@ pub struct Irq {
     pub by_node: BTreeMap<u32, u64>,
     /// All counts.
     pub total: Option<u64>,
+    /// Interrupts per second per CPU between two samples.
+    pub rate_by_cpu: Option<BTreeMap<u32, f64>>,
     /// Interrupts per second per node between two samples.
     pub rate_by_node: Option<BTreeMap<u32, f64>>,
     /// Interrupts per second over all CPUs.
@@ -183,6 +185,7 @@ impl IrqView {
                 by_node.insert(*node, d as f64 / secs);
             }
             let all: u64 = irq.counts.iter().map(|(c, n)| delta(c, n)).sum();
+            irq.rate_by_cpu = Some(irq.counts.iter().map(|(c, n)| (*c, delta(c, n) as f64 / secs)).collect());
             irq.rate_by_node = Some(by_node);
             irq.rate = Some(all as f64 / secs);
         }
@@ -275,6 +278,7 @@ pub fn build(topo: &Topology, readings: &Readings) -> IrqView {
             counts,
             by_node,
             total: line.map(IrqLine::total),
+            rate_by_cpu: None,
             rate_by_node: None,
             rate: None,
             locality,

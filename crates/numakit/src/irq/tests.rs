@@ -153,6 +153,7 @@ fn rates_between_two_samples() {
     assert_eq!(v.interval_s, Some(2.0));
     assert_eq!(i.rate, Some(100.0));
     assert_eq!(i.rate_by_node.as_ref().map(|r| (r[&0], r[&1])), Some((100.0, 0.0)));
+    assert_eq!(i.rate_by_cpu.as_ref().map(|r| (r[&2], r[&7], r.len())), Some((100.0, 0.0, 8)));
     assert_eq!(irq(&v, 28).rate, Some(0.0));
 }
 

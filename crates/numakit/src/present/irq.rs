@@ -153,6 +153,9 @@ pub fn json(view: &IrqView, irqbalance: &Irqbalance, root: &str, live: bool, f: 
                 "counts": if view.has_counts { counts(&i.counts) } else { Value::Null },
                 "by_node": if view.has_counts { counts(&i.by_node) } else { Value::Null },
                 "total": i.total,
+                "rate_by_cpu": i.rate_by_cpu.as_ref().map(|r| {
+                    Value::Object(r.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
+                }),
                 "rate_by_node": i.rate_by_node.as_ref().map(|r| {
                     Value::Object(r.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
                 }),
