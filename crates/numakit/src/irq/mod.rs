@@ -154,7 +154,7 @@ pub struct IrqView {
     pub has_counts: bool,
     /// Whether `/proc/irq` was there (affinities known).
     pub has_affinity: bool,
-    /// Nodes with CPUs, and their CPUs, sorted by id (the count columns).
+    /// Nodes with online CPUs, and those CPUs, sorted by id (the count columns).
     pub nodes: Vec<(u32, CpuSet)>,
     /// Seconds between the two samples of the rates.
     pub interval_s: Option<f64>,
@@ -195,8 +195,14 @@ impl IrqView {
 
 /// Joins `readings` with the topology into the view.
 pub fn build(topo: &Topology, readings: &Readings) -> IrqView {
-    let nodes: Vec<(u32, CpuSet)> =
-        topo.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| (n.id, n.cpus.clone())).collect();
+    // online CPUs only: a node's cpumap may list offline ones, which
+    // neither serve interrupts nor make a useful affinity
+    let nodes: Vec<(u32, CpuSet)> = topo
+        .nodes
+        .iter()
+        .map(|n| (n.id, n.cpus.intersection(&topo.online_cpus)))
+        .filter(|(_, cpus)| !cpus.is_empty())
+        .collect();
     let pci: BTreeMap<&str, &PciDevice> = topo.pci_devices.iter().map(|d| (d.address.as_str(), d)).collect();
     let driver: BTreeMap<&str, Option<String>> =
         readings.devices.iter().map(|d| (d.address.as_str(), d.driver.clone())).collect();

@@ -229,3 +229,14 @@ fn irq_ranges() {
     assert_eq!(ranges([53, 52, 54, 60, 7, 52]), "7,52-54,60");
     assert_eq!(ranges([]), "");
 }
+
+#[test]
+fn offline_cpus_are_no_target() {
+    let (d, sys) = fake_machine();
+    put(d.path(), "sys/devices/system/cpu/online", "0-6\n");
+    let v = view_of(&sys);
+    let topo = Topology::read(&sys).expect("topology");
+    assert_eq!(v.nodes[1].1.to_list(), "1,3,5");
+    let p = local::plan(&v, &topo, "21:01.0").expect("plan");
+    assert_eq!(p.settings[0].value, "1,3,5");
+}
