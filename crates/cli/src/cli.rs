@@ -194,14 +194,20 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// `numakit pin`.
+/// `numakit pin`. Takes taskset's two forms: a CPU list (`pin -c 0-2,5 PID`,
+/// as `taskset -p -c`) and a hex mask (`pin --mask 0x3 PID`, as `taskset -p`).
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["cpus", "mask", "nodes"])))]
 pub struct PinArgs {
     /// The process.
     pub pid: i32,
-    /// CPUs (numactl syntax).
-    #[arg(long, value_name = "CPUS", conflicts_with = "nodes", required_unless_present = "nodes")]
+    /// CPUs: a list as taskset -c and numactl take it (`0-2,5`, the step `0-10:2`, `all`, `!`, `+`).
+    #[arg(long, short = 'c', value_name = "CPUS")]
     pub cpus: Option<String>,
+    /// CPUs as taskset's hex mask (`0x3`, `3`, `ff,ffffffff`: 32-bit groups, most significant
+    /// first); bits of CPUs this machine does not have are ignored, as the kernel does.
+    #[arg(long, value_name = "MASK")]
+    pub mask: Option<String>,
     /// The CPUs of these nodes (numactl syntax).
     #[arg(long, value_name = "NODES")]
     pub nodes: Option<String>,

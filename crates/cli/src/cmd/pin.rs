@@ -1,4 +1,4 @@
-//! `numakit pin PID (--cpus LIST | --nodes LIST)`: sets the affinity of
+//! `numakit pin PID (--cpus LIST | --mask MASK | --nodes LIST)`: sets the affinity of
 //! every thread of a running process (like `taskset -a -p`), and reports
 //! which threads changed and which failed, and why.
 
@@ -27,17 +27,60 @@ struct Failed {
     error: String,
 }
 
-/// Resolves `--cpus`/`--nodes` against the machine (checks as `run` does).
+/// Resolves `--cpus`/`--mask`/`--nodes` against the machine (checks as `run` does).
 fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet, Failure> {
-    let (kind, typed) = if args.cpus.is_some() {
-        (place::OptKind::PhysCpuBind, "--cpus")
+    let (kind, typed, value) = if let Some(c) = &args.cpus {
+        (place::OptKind::PhysCpuBind, format!("--cpus {c}"), c.clone())
+    } else if let Some(m) = &args.mask {
+        (place::OptKind::PhysCpuBind, format!("--mask {m}"), mask_cpus(topo, m)?.to_list())
     } else {
-        (place::OptKind::CpuNodeBind, "--nodes")
+        let n = args.nodes.clone().unwrap_or_default();
+        (place::OptKind::CpuNodeBind, format!("--nodes {n}"), n)
     };
-    let value = args.cpus.clone().or(args.nodes.clone()).unwrap_or_default();
-    let req = place::Request { opts: vec![place::PolicyOpt { kind, value: Some(value) }], balancing: false, all: true };
-    let plan = req.resolve(&place::Context { topo, sys, kernel: None }).map_err(|e| as_typed(&e, kind, typed))?;
+    let req = place::Request {
+        opts: vec![place::PolicyOpt { kind, value: Some(value.clone()) }],
+        balancing: false,
+        all: true,
+    };
+    let plan = req.resolve(&place::Context { topo, sys, kernel: None }).map_err(|e| {
+        // The message names the value as typed (`--cpus 7: ...`, `--mask 0x80: ...`).
+        let f = as_typed(&e, kind, "");
+        let rest = f.message.strip_prefix(&format!(" {value}")).unwrap_or(&f.message);
+        Failure::usage(format!("{typed}{rest}"))
+    })?;
     plan.cpus.ok_or_else(|| Failure::usage("no CPUs selected"))
+}
+
+/// taskset's hex mask: `0x` (optional), hex digits, commas between 32-bit
+/// groups as taskset and sysfs print them (`ff,ffffffff`; every group after
+/// the first has 8 digits). As `sched_setaffinity(2)`, bits of CPUs this
+/// process may not use are dropped; a mask that leaves none is refused.
+fn mask_cpus(topo: &Topology, typed: &str) -> Result<CpuSet, Failure> {
+    let bad = |why: &str| Failure::usage(format!("--mask {typed}: {why}"));
+    let digits = typed.strip_prefix("0x").unwrap_or(typed);
+    let groups: Vec<&str> = digits.split(',').collect();
+    if digits.is_empty() || groups.iter().any(|g| g.is_empty()) {
+        return Err(bad("not a hex mask (an empty group)"));
+    }
+    if let Some(g) = groups.iter().find(|g| !g.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Err(bad(&format!("\"{g}\" is not hexadecimal")));
+    }
+    if let Some(g) = groups.iter().skip(1).find(|g| g.len() != 8) {
+        return Err(bad(&format!("group \"{g}\" after a comma must have 8 hex digits (32 CPUs)")));
+    }
+    let set = CpuSet::parse_mask(digits).map_err(|e| bad(&e.to_string()))?;
+    let usable = set.intersection(&topo.allowed.cpus);
+    if usable.is_empty() {
+        if set.is_empty() {
+            return Err(bad("selects no CPU"));
+        }
+        return Err(bad(&format!(
+            "selects CPU(s) {}, none of which this process may use (CPUs {})",
+            set.to_list(),
+            topo.allowed.cpus.to_list()
+        )));
+    }
+    Ok(usable)
 }
 
 /// Runs `numakit pin`.

@@ -251,7 +251,8 @@ impl<K: Kind> IdSet<K> {
     }
 
     /// Parses the kernel list syntax: `0-3,8,10-11`, with optional strides
-    /// `0-15:2/4` (use 2 of every group of 4). Whitespace around the text
+    /// `0-15:2/4` (use 2 of every group of 4), and util-linux's (taskset's)
+    /// step `0-10:2` (every second: `0-10:1/2`). Whitespace around the text
     /// (and a trailing NUL, as some sysfs files have) is ignored; an empty
     /// text is the empty set.
     pub fn parse_list(text: &str) -> Result<Self, SetError> {
@@ -283,11 +284,15 @@ impl<K: Kind> IdSet<K> {
             match stride {
                 None => set.insert_range(lo, hi + 1),
                 Some(s) => {
-                    let (used, group) = s
-                        .split_once('/')
-                        .ok_or_else(|| Self::syntax(what, text, format!("stride \"{s}\" is not USED/GROUP")))?;
-                    let used = Self::parse_id(what, text, used)?;
-                    let group = Self::parse_id(what, text, group)?;
+                    // The kernel's `USED/GROUP`, or util-linux's (taskset's)
+                    // step `S` = `1/S`.
+                    let (used, group) = match s.split_once('/') {
+                        Some((u, g)) => (Self::parse_id(what, text, u)?, Self::parse_id(what, text, g)?),
+                        None => (1, Self::parse_id(what, text, s)?),
+                    };
+                    if !range.contains('-') {
+                        return Err(Self::syntax(what, text, format!("stride \"{s}\" needs a range A-B before it")));
+                    }
                     if group == 0 || used == 0 || used > group {
                         return Err(Self::syntax(what, text, format!("stride \"{s}\" needs 0 < USED <= GROUP")));
                     }

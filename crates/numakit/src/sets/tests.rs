@@ -13,6 +13,9 @@ fn list_examples() {
     assert_eq!(cs("5\n\0").to_vec(), vec![5]);
     assert_eq!(cs(" 1 , 3-4 ").to_vec(), vec![1, 3, 4]);
     assert_eq!(cs("0-11:2/4").to_vec(), vec![0, 1, 4, 5, 8, 9]);
+    // util-linux's step (taskset -c 0-10:2).
+    assert_eq!(cs("0-10:2").to_vec(), vec![0, 2, 4, 6, 8, 10]);
+    assert_eq!(cs("1-7:3,9").to_vec(), vec![1, 4, 7, 9]);
     assert_eq!(cs("0-3,8,10-11").to_list(), "0-3,8,10-11");
     assert_eq!(CpuSet::new().to_list(), "");
 }
@@ -27,6 +30,11 @@ fn list_errors_name_input_and_reason() {
     assert!(CpuSet::parse_list("-1").is_err());
     assert!(CpuSet::parse_list("0-99999999999").is_err());
     assert!(CpuSet::parse_list("0-8:0/2").is_err());
+    let e = CpuSet::parse_list("0-8:0").unwrap_err().to_string();
+    assert_eq!(e, "invalid cpu list \"0-8:0\": stride \"0\" needs 0 < USED <= GROUP");
+    let e = CpuSet::parse_list("0:1").unwrap_err().to_string();
+    assert_eq!(e, "invalid cpu list \"0:1\": stride \"1\" needs a range A-B before it");
+    assert!(CpuSet::parse_list("0-4:x").is_err());
 }
 
 #[test]
