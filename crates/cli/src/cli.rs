@@ -53,7 +53,7 @@ pub enum Command {
     /// Simulate placement policies (numakit, numad, AutoNUMA, ...) on NUMA farms.
     Simulate(crate::cmd::simulate::SimulateArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, disable_version_flag = true)]
     Numactl {
         /// numactl's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -86,6 +86,10 @@ fn main() -> ExitCode {
     } else if name == Some("migratepages") {
         // `migratepages PID FROM TO` with its messages and exit codes.
         cmd::migratepages::run(&numakit::sys::SysRoot::from_env(), &argv)
+    } else if argv.get(1).is_some_and(|a| a == "numactl") {
+        // `numakit numactl ARGS`: every argument is numactl's (`-V`, `--help`
+        // too), as through the symlink.
+        cmd::numactl::run(&numakit::sys::SysRoot::from_env(), &argv[2..])
     } else {
         match cli::Cli::command().try_get_matches_from(argv).and_then(|m| Ok((cli::Cli::from_arg_matches(&m)?, m))) {
             Ok((args, matches)) => cmd::dispatch(args, &matches),

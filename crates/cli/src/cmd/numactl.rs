@@ -38,7 +38,6 @@ const LONG: &[(&str, char, bool)] = &[
     ("hardware", 'H', false),
     ("balancing", 'b', false),
     ("all", 'a', false),
-    ("version", 'V', false),
     ("shm", 'S', true),
     ("file", 'f', true),
     ("offset", 'o', true),
@@ -50,7 +49,7 @@ const LONG: &[(&str, char, bool)] = &[
     ("shmid", 'I', true),
     ("huge", 'u', false),
     ("touch", 'T', false),
-    ("verify", 'v', false),
+    ("verify", 'V', false),
 ];
 
 fn fail(msg: impl Into<String>) -> Failure {
@@ -104,6 +103,10 @@ pub fn parse(args: &[String]) -> Result<(Opts, Vec<String>), Failure> {
             };
             opts.push((c, value));
             i += 1;
+            if matches!(c, 'H' | 's') {
+                // numactl acts on these at once: what follows is never read.
+                return Ok((opts, Vec::new()));
+            }
             continue;
         }
         if a.len() > 1 && a.starts_with('-') {
@@ -126,6 +129,9 @@ pub fn parse(args: &[String]) -> Result<(Opts, Vec<String>), Failure> {
                     break;
                 }
                 opts.push((c, None));
+                if matches!(c, 'H' | 's') {
+                    return Ok((opts, Vec::new()));
+                }
                 j += 1;
             }
             i += 1;
@@ -179,25 +185,57 @@ pub fn run(sys: &SysRoot, raw: &[OsString]) -> anyhow::Result<u8> {
 fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
     let args: Vec<String> = raw.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let (opts, command) = parse(&args)?;
+    // numactl 2.0.16 acts on each option in turn, so: the last CPU binding
+    // (-N, -c, -C) is the one in effect, though each is checked; -b makes a
+    // later -m balance; -H and -b refuse an earlier memory policy, and -a an
+    // earlier node or CPU list; -H and -s act at once.
     let mut req = Request::default();
-    let mut hardware = false;
+    let mut cpu: Option<PolicyOpt> = None;
+    let mut balancing = false;
     let load = || Topology::read_nodes_only(sys).map_err(|e| fail(e.to_string()));
+    let with_cpu = |req: &Request, cpu: &Option<PolicyOpt>| {
+        let mut r = req.clone();
+        r.opts.extend(cpu.clone());
+        r
+    };
     for (c, v) in opts {
+        let mem_policy = req.opts.iter().any(|o| o.kind != OptKind::CpuNodeBind && o.kind != OptKind::PhysCpuBind);
         match c {
             's' => {
                 // Like numactl: options before --show apply to numactl itself.
                 let topo = load()?;
-                apply(sys, &topo, &req)?;
+                apply(sys, &topo, &with_cpu(&req, &cpu))?;
                 return Ok((0, present::show::numactl_show(&self_policy(&topo).map_err(|e| fail(e.message))?)));
             }
-            'H' => hardware = true,
-            'b' => req.balancing = true,
-            'a' => req.all = true,
-            'V' => {
-                return Ok((0, format!("numakit {} (numactl compatible)\n", env!("CARGO_PKG_VERSION"))));
+            'H' | 'b' if mem_policy => return Err(fail("specify policy after --shm/--file")),
+            'H' => {
+                let topo = load()?;
+                apply(sys, &topo, &with_cpu(&req, &cpu))?;
+                return Ok((0, present::hardware::render(&topo)));
             }
+            'b' => balancing = true,
+            'a' if !req.opts.is_empty() || cpu.is_some() => {
+                return Err(fail("--all/-a option must be before all cpu/node specifications"))
+            }
+            'a' => req.all = true,
             c => match opt_kind(c) {
-                Some(kind) => req.opts.push(PolicyOpt { kind, value: v }),
+                Some(kind) => {
+                    let value = v.map(|v| libnuma_list(&v)).transpose()?;
+                    let opt = PolicyOpt { kind, value };
+                    if matches!(kind, OptKind::CpuNodeBind | OptKind::PhysCpuBind) {
+                        // Checked on its own, then replaced by a later one.
+                        let alone = Request { opts: vec![opt.clone()], balancing: false, all: req.all };
+                        alone
+                            .resolve(&Context { topo: &load()?, sys, kernel: None })
+                            .map_err(|e| fail(e.to_string()))?;
+                        cpu = Some(opt);
+                    } else {
+                        if kind == OptKind::MemBind && balancing {
+                            req.balancing = true;
+                        }
+                        req.opts.push(opt);
+                    }
+                }
                 None => {
                     let name = LONG.iter().find(|(_, s, _)| *s == c).map_or("?", |(n, _, _)| *n);
                     return Err(fail(format!(
@@ -207,12 +245,7 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
             },
         }
     }
-    if hardware {
-        if !req.opts.is_empty() {
-            return Err(fail("specify policy after --shm/--file"));
-        }
-        return Ok((0, present::hardware::render(&load()?)));
-    }
+    let req = with_cpu(&req, &cpu);
     if command.is_empty() {
         return Err(fail("no command given"));
     }
@@ -223,6 +256,33 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
         Ok(c) => Ok((c, String::new())),
         Err(e) => Err(fail(format!("execution of `{}': {e}", cmd[0].to_string_lossy()))),
     }
+}
+
+/// A list as libnuma 2.0.16 reads it, in the syntax numakit's resolver
+/// takes: a reversed range `A-B` (A > B) is `A` alone (libnuma sets the
+/// first id, then counts up to the second), and strides (`0-7:2`,
+/// `0-7:1/2`) are refused as numactl refuses them (`<0-7:2> is invalid`).
+/// I/O specifiers (`netdev:eth0`, `pci:0000:00:1f.0`) pass unchanged.
+fn libnuma_list(value: &str) -> Result<String, Failure> {
+    if numakit::place::iospec::is_iospec(value) {
+        return Ok(value.to_string());
+    }
+    if value.contains(':') {
+        return Err(fail(format!("<{value}> is invalid")));
+    }
+    let prefix_len = value.len() - value.trim_start_matches(['!', '+']).len();
+    let (prefix, list) = value.split_at(prefix_len);
+    let parts: Vec<String> = list
+        .split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
+                (Ok(x), Ok(y)) if x > y => a.to_string(),
+                _ => part.to_string(),
+            },
+            None => part.to_string(),
+        })
+        .collect();
+    Ok(format!("{prefix}{}", parts.join(",")))
 }
 
 fn apply(sys: &SysRoot, topo: &Topology, req: &Request) -> Result<(), Failure> {
@@ -260,6 +320,29 @@ mod tests {
         assert_eq!((o, c.len()), (vec![('s', None)], 0));
         let (_, c) = p(&["-i", "0", "--", "-weird-cmd"]);
         assert_eq!(c, vec!["-weird-cmd"]);
+    }
+
+    #[test]
+    fn libnuma_lists() {
+        let l = |v: &str| libnuma_list(v).map_err(|e| e.message);
+        assert_eq!(l("1-0"), Ok("1".into()));
+        assert_eq!(l("!3-1,0"), Ok("!3,0".into()));
+        assert_eq!(l("+1-0"), Ok("+1".into()));
+        assert_eq!(l("0-3,5"), Ok("0-3,5".into()));
+        assert_eq!(l("all"), Ok("all".into()));
+        assert_eq!(l("0-7:2"), Err("<0-7:2> is invalid".into()));
+        assert_eq!(l("0-7:1/2"), Err("<0-7:1/2> is invalid".into()));
+        assert_eq!(l("pci:0000:00:1f.0"), Ok("pci:0000:00:1f.0".into()));
+    }
+
+    #[test]
+    fn hardware_and_show_end_the_options() {
+        let (o, c) = p(&["-H", "-Z", "--bogus"]);
+        assert_eq!((o, c.len()), (vec![('H', None)], 0));
+        let (o, _) = p(&["-m", "0", "-s", "--foo"]);
+        assert_eq!(o, vec![('m', Some("0".into())), ('s', None)]);
+        let (o, _) = p(&["-bH", "-Z"]);
+        assert_eq!(o, vec![('b', None), ('H', None)]);
     }
 
     #[test]
