@@ -12,7 +12,10 @@
 //! * node counters equal numastat's for the same quiet moment (a frozen
 //!   copy bind-mounted for numastat), and live ones lie between two
 //!   numastat runs;
-//! * PIDs exiting while `stat -p` reads them do not break its output.
+//! * PIDs exiting while `stat -p` reads them do not break its output;
+//! * numakit invoked as `numastat` prints what the real numastat prints,
+//!   byte for byte, for `-n -m -c -s -v -z -V -p` and mixes, with and
+//!   without `NUMASTAT_WIDTH` (see [`numastat_parity`]).
 //!
 //! AutoNUMA is turned off in the guest first, so that nothing moves the
 //! helpers' pages between the readings compared.
@@ -81,6 +84,7 @@ fn checks() -> Vec<(String, String)> {
     );
     vec![
         ("start".into(), start),
+        ("numastat_parity".into(), numastat_parity()),
         ("bound".into(), bracketed(&format!("{NK} stat -p $(cat /tmp/bound.pid) --json"))),
         ("inter_json".into(), format!("{NK} stat -p $(cat /tmp/inter.pid) --json")),
         ("inter_maps".into(), "cat /proc/$(cat /tmp/inter.pid)/numa_maps".into()),
@@ -91,6 +95,79 @@ fn checks() -> Vec<(String, String)> {
         ("exporter".into(), exporter),
         ("stop".into(), "kill $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)".into()),
     ]
+}
+
+/// The rows of the numastat parity check: `NUMASTAT_WIDTH` (empty: unset)
+/// and the arguments (`$B`/`$I` the bound/interleaved helper's pid).
+const NUMASTAT_ROWS: &[(&str, &str)] = &[
+    ("", ""),
+    ("", "-n"),
+    ("", "-m"),
+    ("", "-c -m"),
+    ("", "-z -n"),
+    ("", "-s"),
+    ("", "-s2"),
+    ("", "-c"),
+    ("", "-z"),
+    ("", "-v"),
+    ("", "-m -n"),
+    ("", "-czs"),
+    ("", "-V"),
+    ("", "-p $I"),
+    ("", "-p $B -p $I"),
+    ("", "-v -p $I"),
+    ("", "-c $B $I"),
+    ("", "-z -p $I"),
+    ("", "-m -p $I"),
+    ("", "-p python3"),
+    ("", "-p 999999999"),
+    ("200", ""),
+    ("200", "-n"),
+    ("200", "-m"),
+    ("200", "-c -m"),
+    ("200", "-p $B $I"),
+    ("200", "-s -m -n"),
+    ("40", "-m"),
+];
+
+/// Shell: the real numastat and numakit invoked as `numastat` (a symlink in
+/// the guest's /tmp, first in PATH, so both see the same argv[0]) on the
+/// rows above. Node counters and meminfo are frozen first (every regular
+/// file of /sys/devices/system/node copied, bind-mounted back over it in a
+/// private mount namespace): both then read the same figures and compare
+/// byte for byte, stdout, stderr and exit code. The process rows read the
+/// live numa_maps of sleeping helpers, which the page cache can still
+/// change (file pages of the interpreter): ours must equal one of two real
+/// runs around it, with up to three tries.
+fn numastat_parity() -> String {
+    let mut rows = String::new();
+    for (w, args) in NUMASTAT_ROWS {
+        rows.push_str(&format!("row '{w}' {args}\n"));
+    }
+    format!(
+        "mkdir -p /tmp/ns && ln -sf {NK} /tmp/ns/numastat\n\
+         R=/tmp/frozen-ns; rm -rf $R\n\
+         find /sys/devices/system/node -maxdepth 4 -type f | while read f; do\n\
+           d=$R${{f#/sys/devices/system/node}}; mkdir -p \"${{d%/*}}\"; cat \"$f\" > \"$d\" 2>/dev/null\n\
+         done\n\
+         cat > /tmp/nsparity.sh <<'EOS'\n\
+         mount --bind /tmp/frozen-ns /sys/devices/system/node || exit 9\n\
+         B=$(cat /tmp/bound.pid); I=$(cat /tmp/inter.pid)\n\
+         echo \"ours $(PATH=/tmp/ns:$PATH command -v numastat) theirs $(command -v numastat)\"\n\
+         one() {{ ( if [ -n \"$W\" ]; then export NUMASTAT_WIDTH=$W; else unset NUMASTAT_WIDTH; fi\n\
+           if [ $1 = ours ]; then PATH=/tmp/ns:$PATH; fi; t=$2; shift 2\n\
+           numastat \"$@\" > /tmp/ns.$t.out 2> /tmp/ns.$t.err; echo $? > /tmp/ns.$t.rc ) ; }}\n\
+         same() {{ cmp -s /tmp/ns.$1.out /tmp/ns.o.out && cmp -s /tmp/ns.$1.err /tmp/ns.o.err && cmp -s /tmp/ns.$1.rc /tmp/ns.o.rc; }}\n\
+         row() {{ W=$1; shift\n\
+           for try in 1 2 3; do\n\
+             one real a \"$@\"; one ours o \"$@\"; one real b \"$@\"\n\
+             if same a || same b; then echo \"same [$W] $* (try $try, $(wc -l < /tmp/ns.o.out) lines, exit $(cat /tmp/ns.o.rc))\"; return; fi\n\
+           done\n\
+           echo \"DIFF [$W] $*\"; for x in a o; do echo \"--- $x exit $(cat /tmp/ns.$x.rc)\"; cat /tmp/ns.$x.out /tmp/ns.$x.err; done\n\
+         }}\n\
+         {rows}EOS\n\
+         unshare -m --propagation private sh /tmp/nsparity.sh"
+    )
 }
 
 /// Shell: `cmd` between two reads of the bound helper's numa_maps (file
@@ -187,6 +264,15 @@ fn vm_stat_in_four_nodes() {
     assert!(ids.len() == 3 && ids[2] == "python3", "helpers did not start: {started}\n{}", out["start"].stderr);
     let (bound_pid, inter_pid) = (ids[0], ids[1]);
     let mib = MIB << 20;
+
+    // numastat parity: the real numastat and numakit as `numastat`, byte for
+    // byte on frozen counters and meminfo, the process rows bracketed.
+    let o = &out["numastat_parity"];
+    let lines: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("same [") || l.starts_with("DIFF [")).collect();
+    assert!(o.stdout.contains("ours /tmp/ns/numastat theirs /usr/bin/numastat"), "which numastat ran: {o:?}");
+    assert_eq!(lines.len(), NUMASTAT_ROWS.len(), "every row ran: {o:?}");
+    assert!(!o.stdout.contains("DIFF ["), "numastat vs numakit as numastat:\n{}\n{}", o.stdout, o.stderr);
+    eprintln!("numastat parity in the guest: {} rows the same\n{}", lines.len(), lines.join("\n"));
 
     // Bound to node 2: everything numa_maps puts on node 2 (read just before
     // and just after), and the buffer there.
