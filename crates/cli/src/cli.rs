@@ -9,12 +9,41 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "numakit", version, about, propagate_version = true)]
 pub struct Cli {
-    /// Read /sys and /proc below DIR instead of / (a dump of another machine).
-    #[arg(long, global = true, value_name = "DIR", env = "NUMAKIT_SYSROOT")]
-    pub sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    pub global: Global,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The options every subcommand takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Read /sys and /proc below DIR instead of / (a dump of another machine).
+    #[arg(long, global = true, value_name = "DIR", env = "NUMAKIT_SYSROOT")]
+    pub sysroot: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The command tree with only the subcommand `name`, for the launch
+    /// paths that must start fast (building all of it costs about as much
+    /// as the rest of `numakit run`); `None` for other names. Its
+    /// definitions are the same as in [`Cli`]'s full tree, so a command line
+    /// it accepts parses to the same [`Cli`]; anything it refuses (help,
+    /// version, errors) is to be parsed again with the full tree, which
+    /// prints clap's exact answer.
+    pub fn narrow_command(name: &str) -> Option<clap::Command> {
+        use clap::Command as C;
+        let sub = match name {
+            "run" => RunArgs::augment_args(C::new("run")),
+            "stat" => crate::cmd::stat::StatArgs::augment_args(C::new("stat")),
+            "topo" => TopoArgs::augment_args(C::new("topo")),
+            "show" => ShowArgs::augment_args(C::new("show")),
+            "pin" => PinArgs::augment_args(C::new("pin")),
+            _ => return None,
+        };
+        Some(Global::augment_args(clap::Command::new("numakit")).subcommand(sub))
+    }
 }
 
 /// The subcommands.

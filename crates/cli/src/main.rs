@@ -73,6 +73,22 @@ fn one_line(clap_text: &str) -> String {
     }
 }
 
+/// Parses the command line: through the narrow tree of the launch paths
+/// (`run`, `stat`, ...) when it accepts the line, else through the full tree
+/// (its help, version and error messages).
+fn parse(argv: Vec<std::ffi::OsString>) -> Result<(cli::Cli, clap::ArgMatches), clap::Error> {
+    let name = argv.get(1).and_then(|a| a.to_str());
+    if let Some(narrow) = name.and_then(cli::Cli::narrow_command) {
+        if let Ok(m) = narrow.try_get_matches_from(&argv) {
+            if let Ok(args) = cli::Cli::from_arg_matches(&m) {
+                return Ok((args, m));
+            }
+        }
+    }
+    let m = cli::Cli::command().try_get_matches_from(argv)?;
+    Ok((cli::Cli::from_arg_matches(&m)?, m))
+}
+
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
@@ -91,7 +107,7 @@ fn main() -> ExitCode {
         // too), as through the symlink.
         cmd::numactl::run(&numakit::sys::SysRoot::from_env(), &argv[2..])
     } else {
-        match cli::Cli::command().try_get_matches_from(argv).and_then(|m| Ok((cli::Cli::from_arg_matches(&m)?, m))) {
+        match parse(argv) {
             Ok((args, matches)) => cmd::dispatch(args, &matches),
             Err(e) => usage_error(e),
         }
@@ -115,6 +131,69 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::one_line;
+    use clap::{CommandFactory, FromArgMatches};
+
+    /// The narrow tree of a launch path parses what the full tree parses,
+    /// to the same values, and refuses what the full tree refuses (help
+    /// and version included), so that the full tree answers those.
+    #[test]
+    fn narrow_tree_parses_as_the_full_tree() {
+        let lines: &[&str] = &[
+            "run -N 0 -m 0 -- true",
+            "run -N0 -m0 true",
+            "run --cpunodebind=1 --membind 1 -- sh -c x",
+            "run -C !0 -b -a -- true",
+            "run -i all -l --dry-run -- true",
+            "run --sysroot /tmp/x -N 0 -- true",
+            "run --auto --cpus 2 --mem 1G -- true",
+            "run --auto --if-no-fit run -- true",
+            "run --exclude-from-daemon -- true",
+            "run --exclude-from-daemon cgroup -- true",
+            "run -N 0",
+            "run --cpus 2 -- true",
+            "run --bogus -- true",
+            "run --help",
+            "run -h",
+            "run --version",
+            "run -V",
+            "run",
+            "stat --compat",
+            "stat --compat -c -m -n -z -s",
+            "stat -p 1 --json",
+            "stat --interval 1 --count 2",
+            "stat --help",
+            "stat --bogus",
+            "topo",
+            "topo -H",
+            "topo --json --svg x",
+            "topo --hardware --json",
+            "show",
+            "show 1 --json",
+            "show x",
+            "pin 1 --cpus 0",
+            "pin 1 -c 0-10:2",
+            "pin --mask 0x3 1",
+            "pin 1",
+            "pin 1 --cpus 0 --nodes 0",
+        ];
+        for line in lines {
+            let mut argv: Vec<String> = vec!["numakit".into()];
+            argv.extend(line.split(' ').map(str::to_string));
+            let full = crate::cli::Cli::command()
+                .try_get_matches_from(&argv)
+                .and_then(|m| crate::cli::Cli::from_arg_matches(&m).map(|c| format!("{c:?}")));
+            let narrow = crate::cli::Cli::narrow_command(&argv[1])
+                .expect("a launch path")
+                .try_get_matches_from(&argv)
+                .and_then(|m| crate::cli::Cli::from_arg_matches(&m).map(|c| format!("{c:?}")));
+            match (&full, &narrow) {
+                (Ok(f), Ok(n)) => assert_eq!(f, n, "{line}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{line}: full tree {full:?}, narrow tree {narrow:?}"),
+            }
+        }
+        assert!(crate::cli::Cli::narrow_command("tune").is_none());
+    }
 
     #[test]
     fn clap_errors_in_one_line() {

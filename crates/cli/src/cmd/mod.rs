@@ -32,7 +32,7 @@ use crate::cli::{Cli, Command};
 
 /// Runs the chosen subcommand and returns its exit code.
 pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
-    let sys = match &cli.sysroot {
+    let sys = match &cli.global.sysroot {
         Some(dir) => SysRoot::at(dir),
         None => SysRoot::live(),
     };
