@@ -14,6 +14,9 @@
 //! difference docs/install.md ("Where numakit differs") documents, and the
 //! test asserts that difference.
 //!
+//! The same boot also runs `numakit pin` against `taskset -p` on a child
+//! (both of taskset's forms, on 8 CPUs), as tests/pin_taskset.rs does here.
+//!
 //! Skipped when QEMU cannot run here, failed instead under `CI=true`.
 
 use std::time::Duration;
@@ -30,6 +33,9 @@ enum Want {
     /// numactl 2.0.16 refuses, numakit accepts: an option of a newer numactl
     /// (`-w`, numactl 2.0.17+).
     NewerOption,
+    /// taskset succeeds (the kernel drops CPUs the machine lacks), `numakit
+    /// pin` refuses with exit 2 (it checks a list against the machine).
+    NumakitRefuses,
 }
 use Want::*;
 
@@ -210,6 +216,7 @@ fn vm_numactl_parity_table_on_4n_rr() {
     for (i, (args, _)) in rows.iter().enumerate() {
         checks.push((format!("row{i:03}"), row_script(args, i % 3 == 0)));
     }
+    checks.push(("pin_taskset".to_string(), pin_script()));
     let topo = Topology::named("4n-rr").expect("named topology");
     let out = Vm::run_checks(&topo, &checks, RunSpec::default().timeout(Duration::from_secs(1200)))
         .unwrap_or_else(|e| panic!("guest: {e}"));
@@ -235,6 +242,7 @@ fn vm_numactl_parity_table_on_4n_rr() {
                 (*code == 0) == (real.1 == 0) && (real.1 != 0 || *text == real.2) && *code != -1
             }),
             NewerOption => real.1 != 0 && r[1..].iter().all(|(_, code, _)| *code == 0),
+            NumakitRefuses => false,
         };
         if !ok {
             failures.push(describe());
@@ -245,5 +253,72 @@ fn vm_numactl_parity_table_on_4n_rr() {
         }
     }
     eprintln!("numactl parity: {same} rows the same, {documented} documented differences, {} failing", failures.len());
+
+    // pin against taskset on 8 CPUs: same exit class and affinity, except
+    // the documented rows (numakit refuses CPUs the machine lacks in a list).
+    let o = &out["pin_taskset"];
+    let mut pin_failures = Vec::new();
+    let lines: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("pin ")).collect();
+    assert_eq!(lines.len(), PIN_ROWS.len(), "every pin row ran: {o:?}");
+    for (line, (form, value, want)) in lines.iter().zip(PIN_ROWS) {
+        // "pin FORM VALUE | taskset RC CPUS | numakit RC CPUS"
+        let f: Vec<&str> = line.split(" | ").collect();
+        let t: Vec<&str> = f[1].split_whitespace().collect();
+        let n: Vec<&str> = f[2].split_whitespace().collect();
+        let ok = match want {
+            Same => (t[1] == "0") == (n[1] == "0") && (t[1] != "0" || t.get(2) == n.get(2)),
+            NumakitRefuses => t[1] == "0" && n[1] == "2",
+            NewerOption => false,
+        };
+        if !ok {
+            pin_failures.push(format!("{form} {value}: {line}"));
+        }
+    }
+    eprintln!("pin vs taskset on 8 CPUs: {} rows, {} failing\n{}", lines.len(), pin_failures.len(), lines.join("\n"));
     assert!(failures.is_empty(), "{} of {} rows:\n{}", failures.len(), rows.len(), failures.join("\n"));
+    assert!(pin_failures.is_empty(), "pin vs taskset:\n{}\n{o:?}", pin_failures.join("\n"));
+}
+
+/// `numakit pin` against `taskset -p` on the guest's 8 CPUs: (form, value,
+/// want).
+const PIN_ROWS: &[(&str, &str, Want)] = &[
+    ("mask", "0xf0", Same),
+    ("mask", "55", Same),
+    ("mask", "0x80", Same),
+    ("mask", "ff", Same),
+    ("mask", "ff,ffffffff", Same),
+    ("mask", "00000000,00000006", Same),
+    ("mask", "0x100", Same),
+    ("mask", "0", Same),
+    ("list", "0-7:2", Same),
+    ("list", "1-7:3", Same),
+    ("list", "4-5,7", Same),
+    ("list", "6-2", Same),
+    ("list", "8", Same),
+    ("list", "0-15:4", NumakitRefuses),
+    ("list", "0,9", NumakitRefuses),
+];
+
+/// Shell: each pin row on a sleeping child, affinity reset to 0-7 before
+/// each tool; prints `pin FORM VALUE | taskset RC CPUS | numakit RC CPUS`.
+fn pin_script() -> String {
+    let mut s = String::from(
+        "sleep 600 & C=$!
+         cpus() { grep Cpus_allowed_list /proc/$C/status | cut -f2; }
+",
+    );
+    for (form, value, _) in PIN_ROWS {
+        let (ts, nk) = if *form == "mask" {
+            (format!("taskset -p {v} $C", v = q(value)), format!("{NK} pin --mask {v} $C", v = q(value)))
+        } else {
+            (format!("taskset -p -c {v} $C", v = q(value)), format!("{NK} pin -c {v} $C", v = q(value)))
+        };
+        s.push_str(&format!(
+            "taskset -p -c 0-7 $C >/dev/null; {ts} >/dev/null 2>&1; t=\"$? $(cpus)\"\n\
+             taskset -p -c 0-7 $C >/dev/null; {nk} >/dev/null 2>/tmp/pe; n=\"$? $(cpus)\"; cat /tmp/pe >&2\n\
+             echo \"pin {form} {value} | taskset $t | numakit $n\"\n"
+        ));
+    }
+    s.push_str("kill $C\n");
+    s
 }
