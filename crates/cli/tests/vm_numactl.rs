@@ -148,6 +148,14 @@ fn table() -> Vec<(Vec<&'static str>, Want)> {
         v(&["-N", "0", "-H"], Same),
         v(&["-H", "-Z"], Same),
         v(&["-s", "--foo"], Same),
+        // Found after the first table: `same` repeats the last node list as
+        // typed; -l takes no list, so -a may follow it.
+        v(&["-N", "1", "-m", "same"], Same),
+        v(&["-m", "2", "-N", "same"], Same),
+        v(&["-p", "3", "-N", "same"], Same),
+        v(&["-C", "1", "-m", "same"], Same),
+        v(&["-C", "same"], Same),
+        v(&["-l", "-a"], Same),
     ]
 }
 

@@ -188,10 +188,12 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
     // numactl 2.0.16 acts on each option in turn, so: the last CPU binding
     // (-N, -c, -C) is the one in effect, though each is checked; -b makes a
     // later -m balance; -H and -b refuse an earlier memory policy, and -a an
-    // earlier node or CPU list; -H and -s act at once.
+    // earlier node or CPU list; -H and -s act at once; `same` repeats the
+    // last node list as typed.
     let mut req = Request::default();
     let mut cpu: Option<PolicyOpt> = None;
     let mut balancing = false;
+    let mut last_nodes: Option<String> = None;
     let load = || Topology::read_nodes_only(sys).map_err(|e| fail(e.to_string()));
     let with_cpu = |req: &Request, cpu: &Option<PolicyOpt>| {
         let mut r = req.clone();
@@ -214,12 +216,30 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
                 return Ok((0, present::hardware::render(&topo)));
             }
             'b' => balancing = true,
-            'a' if !req.opts.is_empty() || cpu.is_some() => {
+            // -l takes no list: -l -a is fine.
+            'a' if req.opts.iter().any(|o| o.kind != OptKind::LocalAlloc) || cpu.is_some() => {
                 return Err(fail("--all/-a option must be before all cpu/node specifications"))
             }
             'a' => req.all = true,
             c => match opt_kind(c) {
                 Some(kind) => {
+                    // `same` is the text of the last node list (numactl
+                    // keeps the string, whatever option took it); a CPU
+                    // list has no `same`.
+                    let v = match v {
+                        Some(v) if kind == OptKind::PhysCpuBind && v == "same" => {
+                            return Err(fail("<same> is invalid"));
+                        }
+                        Some(v) if kind == OptKind::PhysCpuBind => Some(v),
+                        Some(v) if v == "same" => {
+                            Some(last_nodes.clone().ok_or_else(|| fail("same needs previous node specification"))?)
+                        }
+                        Some(v) => {
+                            last_nodes = Some(v.clone());
+                            Some(v)
+                        }
+                        None => None,
+                    };
                     let value = v.map(|v| libnuma_list(&v)).transpose()?;
                     let opt = PolicyOpt { kind, value };
                     if matches!(kind, OptKind::CpuNodeBind | OptKind::PhysCpuBind) {
