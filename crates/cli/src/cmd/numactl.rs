@@ -194,7 +194,14 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
     let mut cpu: Option<PolicyOpt> = None;
     let mut balancing = false;
     let mut last_nodes: Option<String> = None;
-    let load = || Topology::read_nodes_only(sys).map_err(|e| fail(e.to_string()));
+    // The node model, read once (the launch path) when first needed.
+    let model = std::cell::OnceCell::new();
+    let load = || -> Result<&Topology, Failure> {
+        if model.get().is_none() {
+            let _ = model.set(Topology::read_nodes_only(sys).map_err(|e| fail(e.to_string()))?);
+        }
+        model.get().ok_or_else(|| fail("the node model could not be kept"))
+    };
     let with_cpu = |req: &Request, cpu: &Option<PolicyOpt>| {
         let mut r = req.clone();
         r.opts.extend(cpu.clone());
@@ -206,14 +213,14 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
             's' => {
                 // Like numactl: options before --show apply to numactl itself.
                 let topo = load()?;
-                apply(sys, &topo, &with_cpu(&req, &cpu))?;
-                return Ok((0, present::show::numactl_show(&self_policy(&topo).map_err(|e| fail(e.message))?)));
+                apply(sys, topo, &with_cpu(&req, &cpu))?;
+                return Ok((0, present::show::numactl_show(&self_policy(topo).map_err(|e| fail(e.message))?)));
             }
             'H' | 'b' if mem_policy => return Err(fail("specify policy after --shm/--file")),
             'H' => {
                 let topo = load()?;
-                apply(sys, &topo, &with_cpu(&req, &cpu))?;
-                return Ok((0, present::hardware::render(&topo)));
+                apply(sys, topo, &with_cpu(&req, &cpu))?;
+                return Ok((0, present::hardware::render(topo)));
             }
             'b' => balancing = true,
             // -l takes no list: -l -a is fine.
@@ -246,7 +253,7 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
                         // Checked on its own, then replaced by a later one.
                         let alone = Request { opts: vec![opt.clone()], balancing: false, all: req.all };
                         alone
-                            .resolve(&Context { topo: &load()?, sys, kernel: None })
+                            .resolve(&Context { topo: load()?, sys, kernel: None })
                             .map_err(|e| fail(e.to_string()))?;
                         cpu = Some(opt);
                     } else {
@@ -269,8 +276,7 @@ fn run_inner(sys: &SysRoot, raw: &[OsString]) -> Result<(u8, String), Failure> {
     if command.is_empty() {
         return Err(fail("no command given"));
     }
-    let topo = load()?;
-    apply(sys, &topo, &req)?;
+    apply(sys, load()?, &req)?;
     let cmd: Vec<OsString> = command.into_iter().map(OsString::from).collect();
     match exec(&cmd) {
         Ok(c) => Ok((c, String::new())),
