@@ -360,12 +360,26 @@ fn decide_task_none() -> TaskDecision {
     }
 }
 
+/// How long a `none` task waits for the daemon to answer its exclusion.
+/// The daemon answers control requests between scans, so a request that
+/// arrives during one waits for its end (a daemon's first scan after a
+/// start reads every process: 1.8 s of CPU in the 4-node test bed guest,
+/// more on a large host). The daemon itself gives up on a request after
+/// 30 s, and `numakit ctl` waits as long: so does the task, which then runs
+/// excluded instead of with a warning that the daemon was only busy.
+pub const EXCLUDE_WAIT: Duration = Duration::from_secs(30);
+
 /// Registers `pid`, and `cgroup` when given (so its child processes
 /// follow), as excluded with the daemon at `socket` for as long as they
-/// live (the daemon drops them when they end). Returns a warning when it
-/// could not (no daemon, or it refused): a `none` job runs anyway.
+/// live (the daemon drops them when they end), waiting up to
+/// [`EXCLUDE_WAIT`] for each answer. Returns a warning when it could not
+/// (no daemon, or it refused or did not answer): a `none` job runs anyway.
 pub fn exclude_from_daemon(socket: &std::path::Path, pid: i32, cgroup: Option<&str>) -> Option<String> {
-    let client = Client::new(socket, Duration::from_secs(2));
+    exclude_waiting(socket, pid, cgroup, EXCLUDE_WAIT)
+}
+
+fn exclude_waiting(socket: &std::path::Path, pid: i32, cgroup: Option<&str>, wait: Duration) -> Option<String> {
+    let client = Client::new(socket, wait);
     let mut targets = vec![Target::Pid(pid)];
     if let Some(cg) = cgroup.and_then(|c| Target::parse(&format!("cgroup:{c}")).ok()) {
         targets.push(cg);

@@ -141,3 +141,57 @@ fn claims_spread_a_multi_node_placement() {
     let got: Vec<(u32, u32, u64)> = c.iter().map(|c| (c.node, c.cpus, c.mem_bytes)).collect();
     assert_eq!(got, [(0, 2, 4), (1, 2, 3), (2, 1, 3)]);
 }
+
+/// A daemon that answers each request after `delay` (a scan in progress),
+/// recording the requests; stops after `n` connections.
+fn slow_daemon(
+    socket: &std::path::Path,
+    delay: Duration,
+    n: usize,
+) -> std::thread::JoinHandle<Vec<crate::daemon::protocol::Request>> {
+    use crate::daemon::{ctl, protocol};
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for conn in listener.incoming().take(n) {
+            let stream = conn.unwrap();
+            let req = ctl::read_request(&stream, Duration::from_secs(5)).unwrap();
+            std::thread::sleep(delay);
+            let done = protocol::Done { done: format!("{req:?}") };
+            let _ = ctl::write_response(&stream, &protocol::Response::ok(&done));
+            seen.push(req);
+        }
+        seen
+    })
+}
+
+#[test]
+fn a_none_task_waits_for_a_daemon_busy_with_a_scan() {
+    use crate::daemon::protocol::Request;
+    let d = tempfile::tempdir().unwrap();
+    let socket = d.path().join("d.sock");
+    // 2.5 s: longer than the 2 s the plugin used to wait (the guest's
+    // daemon took 1.8 s of CPU for its first scan, and the job's
+    // exclusion failed with "no answer").
+    let daemon = slow_daemon(&socket, Duration::from_millis(2500), 2);
+    let warning = exclude_from_daemon(&socket, 42, Some("/system.slice/job_7"));
+    assert_eq!(warning, None, "the task waited for the answers");
+    let seen = daemon.join().unwrap();
+    assert_eq!(
+        seen,
+        [
+            Request::Exclude { target: Target::Pid(42) },
+            Request::Exclude { target: Target::parse("cgroup:/system.slice/job_7").unwrap() }
+        ]
+    );
+}
+
+#[test]
+fn a_daemon_that_does_not_answer_in_time_is_a_warning() {
+    let d = tempfile::tempdir().unwrap();
+    let socket = d.path().join("d.sock");
+    let daemon = slow_daemon(&socket, Duration::from_millis(800), 1);
+    let warning = exclude_waiting(&socket, 42, None, Duration::from_millis(200)).expect("a warning");
+    assert!(warning.starts_with("the daemon did not exclude the job: "), "{warning}");
+    drop(daemon);
+}
