@@ -40,9 +40,23 @@ pub fn unified_root(sys: &SysRoot) -> &'static str {
     }
 }
 
-/// The CPUs a cgroup's tasks may use (`cpuset.cpus.effective`).
+/// The CPUs a cgroup's tasks may use: its `cpuset.cpus.effective`, or,
+/// where the cpuset controller is not enabled in it (no such file), its
+/// nearest ancestor's that has one: a cgroup v2 without the controller
+/// shares its parent's cpuset (Slurm's `…/job_1/step_0/user/task_0` below
+/// a job cgroup or slice that has one). `None` when no folder up to the
+/// root has the file.
 pub fn effective_cpus(sys: &SysRoot, path: &str) -> Result<Option<CpuSet>, SysError> {
-    effective_cpus_in(sys, &dir(path))
+    let mut p = path.trim_end_matches('/');
+    loop {
+        if let Some(cpus) = effective_cpus_in(sys, &dir(if p.is_empty() { "/" } else { p }))? {
+            return Ok(Some(cpus));
+        }
+        if p.is_empty() {
+            return Ok(None);
+        }
+        p = &p[..p.rfind('/').unwrap_or(0)];
+    }
 }
 
 /// [`effective_cpus`] of a cgroup folder given relative to the root.
@@ -110,5 +124,27 @@ mod tests {
         assert_eq!(unified_root(&sys), "sys/fs/cgroup/unified");
         std::fs::write(d.path().join("sys/fs/cgroup/cgroup.controllers"), "cpuset memory\n").expect("write");
         assert_eq!(unified_root(&sys), "sys/fs/cgroup");
+    }
+
+    #[test]
+    fn a_cgroup_without_the_cpuset_controller_has_its_nearest_ancestors_cpus() {
+        // Slurm's cgroup v2 tree as the test bed guest shows it: the
+        // controller enabled for system.slice (CPUs 1-3,5-7), not below it.
+        let d = tempfile::tempdir().expect("tmp");
+        let root = d.path().join("sys/fs/cgroup");
+        let task = root.join("system.slice/nkvm_slurmstepd.scope/job_4/step_0/user/task_special");
+        std::fs::create_dir_all(&task).expect("mkdir");
+        std::fs::write(root.join("cpuset.cpus.effective"), "0-7\n").expect("write");
+        std::fs::write(root.join("system.slice/cpuset.cpus.effective"), "1-3,5-7\n").expect("write");
+        let sys = SysRoot::at(d.path());
+        let want = Some(CpuSet::parse_list("1-3,5-7").expect("set"));
+        let path = "/system.slice/nkvm_slurmstepd.scope/job_4/step_0/user/task_special";
+        assert_eq!(effective_cpus(&sys, path).expect("read"), want);
+        assert_eq!(effective_cpus(&sys, "/system.slice/").expect("read"), want);
+        assert_eq!(effective_cpus(&sys, "/user.slice").expect("read"), Some(CpuSet::parse_list("0-7").expect("set")));
+        // The folder's own file, as before, where there is one.
+        assert_eq!(effective_cpus_in(&sys, &dir(path)).expect("read"), None);
+        std::fs::remove_file(root.join("cpuset.cpus.effective")).expect("rm");
+        assert_eq!(effective_cpus(&sys, "/user.slice").expect("read"), None, "no folder up to the root has one");
     }
 }
