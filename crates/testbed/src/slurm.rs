@@ -61,6 +61,9 @@ pub struct SlurmSpec {
     pub plugstack: String,
     /// More `slurm.conf` lines, appended before the node and partition lines.
     pub extra_conf: Vec<String>,
+    /// The contents of `cgroup.conf` (beside `slurm.conf`, where Slurm looks
+    /// for it); `None` writes none (Slurm's defaults).
+    pub cgroup_conf: Option<String>,
     /// How long the daemons may take to be ready.
     pub ready_timeout: Duration,
 }
@@ -73,6 +76,7 @@ impl Default for SlurmSpec {
             proctrack: "proctrack/linuxproc".into(),
             plugstack: String::new(),
             extra_conf: Vec::new(),
+            cgroup_conf: None,
             ready_timeout: Duration::from_secs(30),
         }
     }
@@ -88,6 +92,18 @@ impl SlurmSpec {
     /// Sets `TaskPlugin`.
     pub fn task_plugin(mut self, plugin: impl Into<String>) -> SlurmSpec {
         self.task_plugin = plugin.into();
+        self
+    }
+
+    /// Sets `ProctrackType`.
+    pub fn proctrack(mut self, plugin: impl Into<String>) -> SlurmSpec {
+        self.proctrack = plugin.into();
+        self
+    }
+
+    /// Sets the compute host's name (default: this host's name).
+    pub fn node_name(mut self, name: impl Into<String>) -> SlurmSpec {
+        self.node_name = Some(name.into());
         self
     }
 }
@@ -280,6 +296,9 @@ impl Slurm {
         }
         conf.push_str(&node_line);
         conf.push_str(&format!("PartitionName=test Nodes={} Default=YES MaxTime=INFINITE State=UP\n", self.node));
+        if let Some(text) = &spec.cgroup_conf {
+            fs::write(self.dir.join("cgroup.conf"), text).map_err(|e| io("cgroup.conf", e))?;
+        }
         fs::write(self.conf(), conf).map_err(|e| io("slurm.conf", e))
     }
 
