@@ -18,3 +18,16 @@ hold() {
 
 # mapping PID ADDR: the numa_maps line of the mapping that starts at ADDR.
 mapping() { grep "^$2 " "/proc/$1/numa_maps"; }
+
+# slurm_guest NAME: what a real Slurm (nk-slurm) needs in the guest: a host
+# name that resolves (through a writable copy of /etc/hosts bound over the
+# read-only one), loopback up with a second IPv4 address (Slurm's
+# getaddrinfo(AI_ADDRCONFIG) finds no IPv4 address with 127.0.0.1 alone),
+# cgroup v2 with a system.slice (Slurm's cgroup/v2 plugin with IgnoreSystemd).
+slurm_guest() {
+  hostname "$1"
+  { cat /etc/hosts; echo "127.0.0.1 $1"; } > /tmp/hosts && mount --bind /tmp/hosts /etc/hosts
+  ip link set lo up && ip addr add 127.0.0.2/8 dev lo
+  mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+  mkdir -p /sys/fs/cgroup/system.slice
+}

@@ -1,0 +1,457 @@
+//! The SPANK plugin in a real Slurm inside the 4-node test bed guest
+//! (`4n-rr`: node k has CPUs k and k+4, 512 MiB), one boot, two Slurm
+//! configurations one after the other, each started and torn down by
+//! `nk-slurm` (crates/testprogs, on `numakit_testbed::slurm`):
+//!
+//! 1. `task/none`, `proctrack/cgroup` (cgroup v2):
+//!    - a. two `srun --numa=auto -c2` jobs started together end on disjoint
+//!      nodes, each with its CPUs on its node and >= 99% of its pages there;
+//!    - e. the step's report (`report=DIR`) equals the step's processes'
+//!      memory per node as numa_maps shows it;
+//!    - d. `--numa=bogus` and `--numa=nodes:7` fail the job naming the value;
+//!    - c. with `numakit daemon` running, a `--numa=none` job whose memory sits
+//!      on a node it cannot run on is never touched while an identical
+//!      process beside it, outside Slurm, is made local; the daemon lists the
+//!      job's pid and cgroup as excluded while it runs, and neither after.
+//! 2. `task/affinity`:
+//!    - b. Slurm's binding (`--cpu-bind=verbose`) is never widened, the memory
+//!      goes to the nodes of the CPUs Slurm gave, and the two tasks of a step
+//!      bound to the CPUs of two nodes get one node each; a node list outside
+//!      the task's binding fails the step naming the node.
+//!
+//! Skipped when QEMU cannot run here, failed instead under `CI=true`.
+//! `NUMAKIT_PRINT_SCRIPT=1` prints the guest script (for
+//! `testbed/numakit-vm --topo 4n-rr --append clearcpuid=erms --script FILE`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use numakit_testbed::{require_vm, RunSpec, Topology, Vm};
+use serde_json::Value;
+
+const NK: &str = env!("CARGO_BIN_EXE_numakit");
+
+/// A program or library built beside numakit.
+fn beside(name: &str) -> PathBuf {
+    Path::new(NK).with_file_name(name)
+}
+
+/// Shell helpers, written to /tmp/nk.sh and sourced by each check and by the
+/// scripts nk-slurm runs (in Slurm's work folder): the guest's set-up for
+/// Slurm (`slurm_guest`, vm/lib.sh) and the readings the checks print.
+const LIB: &str = r#". @REPO@/crates/cli/tests/vm/lib.sh
+H=@HOLD@; SL=@NKSLURM@; SPANK=@SPANK@; NK=@NK@
+# ready OUT: waits for nk-hold's ready line in OUT, prints "PID ADDR".
+ready() {
+  for i in $(seq 900); do grep -q '^ready' $1 2>/dev/null && break; sleep 0.1; done
+  sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' $1 | head -1
+}
+cpus() { sed -n 's/^Cpus_allowed_list:\t//p' /proc/$1/status; }
+# nodemem PID: "N0=pages N1=pages ..." summed over all its mappings.
+nodemem() {
+  awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), kv, "="); t[kv[1]] += kv[2] } }
+    END { for (n in t) printf "N%d=%d ", n, t[n]; print "" }' /proc/$1/numa_maps
+}
+# loc PID: the share of PID's pages on the node it last ran on (CPU c is on node c % 4).
+loc() {
+  cpu=$(awk '{ print $39 }' /proc/$1/stat 2>/dev/null); [ -n "$cpu" ] || { echo "gone"; return; }
+  awk -v n=$((cpu % 4)) '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), kv, "="); t += kv[2]; if (kv[1] == n) l += kv[2] } }
+    END { printf "%.4f\n", (t ? l / t : 0) }' /proc/$1/numa_maps
+}
+now() { cut -d' ' -f1 /proc/uptime; }
+"#;
+
+/// Writes the helpers and sources them (the first lines of every check).
+const HEAD: &str = "cat > /tmp/nk.sh <<'NKLIB'\n@LIB@NKLIB\n. /tmp/nk.sh\n";
+
+/// The guest's set-up, and slurmd's view of the guest's CPUs.
+const SETUP: &str = r#"
+slurm_guest nkvm || exit 1
+# cpuset and memory for the cgroups Slurm and the checks make.
+echo '+cpuset +memory' > /sys/fs/cgroup/cgroup.subtree_control
+sysctl -qw kernel.numa_balancing=0
+slurmd -C | head -1
+"#;
+
+/// Configuration 1 (task/none, proctrack/cgroup): checks a, e, d and c.
+const PLAIN: &str = r#"
+cat > /tmp/plain.sh <<'NKEND'
+echo "slurm_up $(now)"
+grep "^NodeName=" $SLURM_CONF
+# a. two auto jobs of two CPUs at once.
+for i in 1 2; do srun --numa=auto -n1 -c2 $H --mib 64 > /tmp/a$i.out 2>&1 & done
+for i in 1 2; do
+  set -- $(ready /tmp/a$i.out)
+  echo "auto$i pid=$1 cpus=$(cpus $1) map=$(mapping $1 $2)"
+  # e. the step's processes' memory per node now (the report samples every second).
+  cg=$(sed -n 's|^0::||p' /proc/$1/cgroup | sed 's|/user/.*||')
+  echo "cg$i $cg"
+  for p in $(find /sys/fs/cgroup$cg -name cgroup.procs -exec cat {} +); do echo "step$i $p $(nodemem $p)"; done
+done
+sleep 3
+for i in 1 2; do kill $(ready /tmp/a$i.out | cut -d' ' -f1); done
+wait
+echo "a_done $(now)"
+sed 's/^/report /' /tmp/reports/numakit-steps.jsonl
+grep -h 'numakit: slurm job [0-9]*.0 task 0: auto' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /placed /'
+# d. bad values.
+srun --numa=bogus true 2> /tmp/d1; echo "bogus_rc $?"; sed 's/^/bogus_err /' /tmp/d1
+srun --numa=nodes:7 true 2> /tmp/d2; echo "nodes7_rc $?"; sed 's/^/nodes7_err /' /tmp/d2
+echo "d_done $(now)"
+@NONE@
+NKEND
+echo "start $(now)"
+timeout 300 $SL --node nkvm --proctrack proctrack/cgroup \
+  --cgroup-conf CgroupPlugin=cgroup/v2 --cgroup-conf IgnoreSystemd=yes \
+  --plugstack "required $SPANK ledger=/tmp/ledger socket=/tmp/dm/d.sock report=/tmp/reports report_interval=1" \
+  '. /tmp/nk.sh; . /tmp/plain.sh'
+echo "plain_rc $? $(now)"
+"#;
+
+/// Check c, part of configuration 1's script.
+const NONE: &str = r#"
+mkdir -p /tmp/dm
+printf '%s\n' 'interval_min_s = 1' 'interval_max_s = 1' 'state_dir = "/tmp/dm/state"' \
+  'log = "/tmp/dm/decisions.jsonl"' 'socket = "/tmp/dm/d.sock"' 'autonuma = "disable"' '[decide]' \
+  'min_cpu = 0.3' 'min_rss_bytes = 40000000' 'min_age_s = 2' 'cooldown_s = 6' 'settle_s = 6' \
+  'pages_per_s = 1000000' 'harm_threshold = 0.9' > /tmp/dm/c.toml
+NUMAKIT_DAEMON_DIR=/tmp/dm setsid $NK daemon --config /tmp/dm/c.toml > /tmp/dm/out 2> /tmp/dm/err < /dev/null &
+echo $! > /tmp/dm/pid
+for i in $(seq 300); do [ -S /tmp/dm/d.sock ] && break; sleep 0.1; done
+st() { $NK ctl --socket /tmp/dm/d.sock status --json | tr -d '\n'; }
+scans() { st | grep -o '"scans": *[0-9]*' | grep -o '[0-9]*$'; }
+# Neither the job nor its twin may run on node 0, where their memory is:
+# Slurm's steps (system.slice) and the twin's cgroup get CPUs 1-3,5-7.
+echo 1-3,5-7 > /sys/fs/cgroup/system.slice/cpuset.cpus
+mkdir /sys/fs/cgroup/twin; echo 1-3,5-7 > /sys/fs/cgroup/twin/cpuset.cpus
+# The job: sh (the task, excluded by pid) and nk-hold, its child (excluded through the cgroup only).
+srun --numa=none sh -c "$H --mib 64 --first-touch-node 0 --loop; echo job_end" > /tmp/c_job.out 2>&1 &
+SP=$!
+sh -c "echo \$\$ > /sys/fs/cgroup/twin/cgroup.procs; exec $H --mib 64 --first-touch-node 0 --loop" > /tmp/c_twin.out 2>&1 &
+TP=$!
+J=$(ready /tmp/c_job.out | cut -d' ' -f1); T=$(ready /tmp/c_twin.out | cut -d' ' -f1)
+echo "c_pids job=$J task=$(ps -o ppid= -p $J | tr -d ' ') twin=$T"
+cg=$(sed -n 's|^0::||p' /proc/$J/cgroup)
+echo "c_cgroup $cg"
+echo "c_cpuset $(cat /sys/fs/cgroup$cg/cpuset.cpus.effective 2>&1) $(cat /sys/fs/cgroup$cg/../cgroup.subtree_control)"
+echo "c_before job=$(cpus $J) $(nodemem $J) twin=$(cpus $T) $(nodemem $T)"
+s0=$(scans); echo "c_start $(now) scans=$s0"
+for i in $(seq 90); do
+  n=$(scans); l=$(loc $T); echo "c_t $(now) scans=$n job=$(loc $J) twin=$l"
+  [ $n -ge $((s0 + 3)) ] && awk "BEGIN { exit !($l >= 0.9) }" && break; sleep 1
+done
+echo "c_during $(st)"
+echo "c_after job=$(cpus $J) $(nodemem $J) twin=$(cpus $T) $(nodemem $T)"
+kill $J $T; wait $SP $TP
+sed 's/^/c_job_out /' /tmp/c_job.out
+s1=$(scans); for i in $(seq 60); do [ $(scans) -ge $((s1 + 2)) ] && break; sleep 0.5; done
+echo "c_ended $(st)"
+kill $(cat /tmp/dm/pid); for i in $(seq 100); do kill -0 $(cat /tmp/dm/pid) 2>/dev/null || break; sleep 0.1; done
+echo 0-7 > /sys/fs/cgroup/system.slice/cpuset.cpus
+sed 's/^/c_log /' /tmp/dm/decisions.jsonl; sed 's/^/c_err /' /tmp/dm/err
+echo "c_done $(now)"
+"#;
+
+/// Configuration 2 (task/affinity): check b.
+const AFFINITY: &str = r#"
+cat > /tmp/affinity.sh <<'NKEND'
+echo "slurm_up $(now)"
+# One task of two CPUs: Slurm binds, the plugin chooses memory inside.
+timeout 120 srun --numa=auto -n1 -c2 --cpu-bind=verbose,cores $H --mib 32 > /tmp/b1.out 2>&1 &
+set -- $(ready /tmp/b1.out)
+echo "one cpus=$(cpus $1) map=$(mapping $1 $2)"; kill $1; wait
+sed -n 's/^cpu-bind=/one_bind /p' /tmp/b1.out
+# Two tasks of two CPUs, each bound by Slurm to the CPUs of nodes 0 and 1 (0x33: 0,1,4,5).
+timeout 120 srun --numa=auto -n2 -c2 --exclusive --cpu-bind=verbose,mask_cpu:0x33,0x33 $H --mib 32 > /tmp/b2.out 2>&1 &
+SP=$!
+for i in $(seq 600); do [ $(grep -c ^ready /tmp/b2.out) -ge 2 ] || ! kill -0 $SP 2>/dev/null && break; sleep 0.1; done
+grep -v '^ready\|^cpu-bind=' /tmp/b2.out | sed 's/^/b2_out /'
+sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' /tmp/b2.out | while read p a; do
+  echo "two cpus=$(cpus $p) map=$(mapping $p $a)"; kill $p
+done
+wait
+sed -n 's/^cpu-bind=/two_bind /p' /tmp/b2.out
+timeout 120 srun --numa=nodes:2 -n1 --exclusive --cpu-bind=map_cpu:0 true 2> /tmp/b3; echo "outside_rc $?"
+sed 's/^/outside_err /' /tmp/b3
+grep -h 'numakit: slurm job' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /placed /'
+echo "b_done $(now)"
+NKEND
+echo "start $(now)"
+timeout 200 $SL --node nkvm --task-plugin task/affinity \
+  --plugstack "required $SPANK ledger=/tmp/ledger2 socket=/tmp/none.sock" '. /tmp/nk.sh; . /tmp/affinity.sh'
+echo "affinity_rc $? $(now)"
+"#;
+
+fn script(part: &str) -> String {
+    HEAD.replace("@LIB@", LIB)
+        .replace("@REPO@", &numakit_testbed::vm::repo_root().display().to_string())
+        .replace("@HOLD@", &beside("nk-hold").display().to_string())
+        .replace("@NKSLURM@", &beside("nk-slurm").display().to_string())
+        .replace("@SPANK@", &beside("libnumakit_spank.so").display().to_string())
+        .replace("@NK@", NK)
+        + &part.replace("@NONE@", NONE)
+}
+
+fn checks() -> Vec<(&'static str, String)> {
+    vec![("setup", script(SETUP)), ("plain", script(PLAIN)), ("affinity", script(AFFINITY))]
+}
+
+/// The first line of `o` that starts with `key ` (without it).
+fn field<'a>(o: &'a str, key: &str) -> &'a str {
+    lines(o, key).first().copied().unwrap_or_else(|| panic!("no {key:?} line in:\n{o}"))
+}
+
+/// Every line of `o` that starts with `key ` (without it).
+fn lines<'a>(o: &'a str, key: &str) -> Vec<&'a str> {
+    let k = format!("{key} ");
+    o.lines().filter_map(|l| l.strip_prefix(&k)).collect()
+}
+
+/// `key=value` in a line of words.
+fn word<'a>(line: &'a str, key: &str) -> &'a str {
+    let k = format!("{key}=");
+    line.split_whitespace().find_map(|w| w.strip_prefix(&k)).unwrap_or_else(|| panic!("no {key}= in {line:?}"))
+}
+
+/// Pages per node in numa_maps words (`N2=16384` ...).
+fn pages(text: &str) -> BTreeMap<u32, u64> {
+    text.split_whitespace()
+        .filter_map(|t| {
+            let (k, v) = t.split_once('=')?;
+            Some((k.strip_prefix('N')?.parse().ok()?, v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A CPU list (`1-3,5-7`).
+fn cpu_list(s: &str) -> BTreeSet<u32> {
+    numakit_testbed::parse_cpulist(s).unwrap_or_else(|e| panic!("CPU list {s:?}: {e}")).into_iter().collect()
+}
+
+/// The CPUs of a `--cpu-bind=verbose` line (`... mask 0x88 set`).
+fn bind_mask(line: &str) -> BTreeSet<u32> {
+    let hex = line.split_whitespace().skip_while(|w| *w != "mask").nth(1).unwrap_or_else(|| panic!("{line:?}"));
+    let m = u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap_or_else(|_| panic!("{line:?}"));
+    (0..64).filter(|c| m >> c & 1 == 1).collect()
+}
+
+/// 4n-rr: CPU c is on node c % 4.
+fn nodes_of(cpus: &BTreeSet<u32>) -> BTreeSet<u32> {
+    cpus.iter().map(|c| c % 4).collect()
+}
+
+/// At least 99% of `p`'s pages on `nodes`.
+fn mostly_on(p: &BTreeMap<u32, u64>, nodes: &BTreeSet<u32>) -> bool {
+    let total: u64 = p.values().sum();
+    let on: u64 = p.iter().filter(|(n, _)| nodes.contains(n)).map(|(_, v)| v).sum();
+    total > 0 && on as f64 >= 0.99 * total as f64
+}
+
+fn elapsed(o: &str, from: &str, to: &str) -> f64 {
+    let t = |k: &str| -> f64 {
+        field(o, k).split_whitespace().last().and_then(|x| x.parse().ok()).unwrap_or_else(|| panic!("{k}: {o}"))
+    };
+    t(to) - t(from)
+}
+
+fn status(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("status JSON: {e}: {line}"))
+}
+
+fn has(v: &Value, key: &str, item: Value) -> bool {
+    v["excluded"][key].as_array().is_some_and(|a| a.contains(&item))
+}
+
+#[test]
+fn spank_plugin_in_four_nodes() {
+    if std::env::var_os("NUMAKIT_PRINT_SCRIPT").is_some() {
+        for (name, s) in checks() {
+            println!("# --- {name}\n( {s} )");
+        }
+        return;
+    }
+    require_vm!();
+    for p in ["nk-hold", "nk-slurm", "libnumakit_spank.so"] {
+        assert!(
+            beside(p).exists(),
+            "{} is missing: build it (`cargo build -p numakit-testprogs -p numakit-spank`; cargo test --workspace does)",
+            beside(p).display()
+        );
+    }
+    let topo = Topology::named("4n-rr").expect("topology");
+    let spec =
+        RunSpec { kernel_args: Some("clearcpuid=erms".into()), ..RunSpec::default() }.timeout(Duration::from_secs(600));
+    let started = std::time::Instant::now();
+    let out = Vm::run_checks(&topo, &checks(), spec).unwrap_or_else(|e| panic!("guest: {e}"));
+    eprintln!("vm_slurm: guest run {:.1} s", started.elapsed().as_secs_f64());
+
+    // The guest's CPUs as slurmd sees them, and the node line the harness made of them.
+    let setup = &out["setup"].stdout;
+    let hw = setup.lines().next().unwrap_or_default();
+    let n = |k: &str| -> u32 { word(hw, k).parse().unwrap_or_else(|_| panic!("{k} in {hw:?}")) };
+    assert_eq!(n("CPUs"), 8, "{hw}");
+    assert_eq!(n("Boards") * n("SocketsPerBoard"), topo.smp.sockets, "one package per CPU: {hw}");
+    assert_eq!((n("CoresPerSocket"), n("ThreadsPerCore")), (topo.smp.cores, topo.smp.threads), "{hw}");
+
+    let p = &out["plain"];
+    let o = p.stdout.as_str();
+    let ctx = || format!("{o}\n--- stderr\n{}", p.stderr);
+    assert_eq!(field(o, "plain_rc").split_whitespace().next(), Some("0"), "{}", ctx());
+    let conf = o.lines().find(|l| l.starts_with("NodeName=nkvm ")).unwrap_or_else(|| panic!("{}", ctx()));
+    assert!(conf.contains(hw.trim_start_matches("NodeName=nkvm ")), "slurm.conf's node line: {conf}");
+
+    // a. Two auto jobs started together: disjoint nodes, CPUs and pages there.
+    let mut got = BTreeSet::new();
+    for i in [1, 2] {
+        let l = field(o, &format!("auto{i}"));
+        let cpus = cpu_list(word(l, "cpus"));
+        let nodes = nodes_of(&cpus);
+        assert_eq!(nodes.len(), 1, "a. the job's CPUs on one node: {l}: {}", ctx());
+        let node = *nodes.iter().next().unwrap_or(&9);
+        assert_eq!(cpus, BTreeSet::from([node, node + 4]), "a. both CPUs of node {node}: {l}");
+        let map = pages(l.split_once("map=").map_or("", |x| x.1));
+        assert_eq!(map.values().sum::<u64>(), 64 * 256, "a. {l}");
+        assert!(mostly_on(&map, &nodes), "a. >= 99% of the pages on node {node}: {l}: {}", ctx());
+        let told = format!("auto: cpus {node},{}, memory bind {node} ", node + 4);
+        assert!(lines(o, "placed").iter().any(|x| x.contains(&told)), "a. the plugin said {told:?}: {}", ctx());
+        got.insert(node);
+    }
+    assert_eq!(got.len(), 2, "a. two jobs started together got disjoint nodes: {}", ctx());
+
+    // e. The step's report against its processes' numa_maps read while it ran.
+    let reports: Vec<Value> = lines(o, "report").iter().map(|l| status(l)).collect();
+    for i in [1, 2] {
+        let cg = field(o, &format!("cg{i}"));
+        let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
+        for l in lines(o, &format!("step{i}")) {
+            for (node, n) in pages(l) {
+                *seen.entry(node).or_default() += n;
+            }
+        }
+        let r = reports.iter().find(|r| r["cgroup"] == cg).unwrap_or_else(|| panic!("e. no report of {cg}: {}", ctx()));
+        let said: BTreeMap<u32, u64> = r["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| (n["id"].as_u64().unwrap_or(99) as u32, n["bytes"].as_u64().unwrap_or(0) / 4096))
+            .collect();
+        assert_eq!(said.keys().collect::<Vec<_>>(), [&0, &1, &2, &3], "e. every node in the report: {r}");
+        // slurmstepd's own pages (it is in the step's cgroup) change a little
+        // between the two readings: at most 64 pages (256 KiB) per node.
+        for (node, n) in &said {
+            let want = seen.get(node).copied().unwrap_or(0);
+            assert!(n.abs_diff(want) <= 64, "e. node {node}: report {n} pages, numa_maps {want}: {r}\n{}", ctx());
+        }
+        assert!(said.values().sum::<u64>() >= 64 * 256, "e. the job's 64 MiB in the report: {r}");
+    }
+
+    // d. Bad values fail the job, naming them.
+    assert_ne!(field(o, "bogus_rc"), "0", "{}", ctx());
+    assert!(
+        lines(o, "bogus_err").iter().any(|l| l.contains("numakit: invalid --numa value \"bogus\"")),
+        "d. {}",
+        ctx()
+    );
+    assert_ne!(field(o, "nodes7_rc"), "0", "{}", ctx());
+    assert!(
+        lines(o, "nodes7_err").iter().any(|l| l.contains("numakit: ") && l.contains("--numa=nodes:7: node 7 ")),
+        "d. {}",
+        ctx()
+    );
+
+    // c. --numa=none beside a running daemon.
+    let pids = field(o, "c_pids");
+    let (job, task, twin): (i64, i64, i64) = (
+        word(pids, "job").parse().expect("pid"),
+        word(pids, "task").parse().expect("pid"),
+        word(pids, "twin").parse().expect("pid"),
+    );
+    let job_cg = field(o, "c_cgroup");
+    let job_root = &job_cg[..job_cg.find("/step_").unwrap_or(job_cg.len())];
+    assert!(job_root.contains("/job_"), "c. the job's cgroup: {job_cg}");
+    let (before, after) = (field(o, "c_before"), field(o, "c_after"));
+    let job_part = |l: &str| l.split(" twin=").next().unwrap_or_default().to_string();
+    let job_cpus = cpu_list(word(before, "job"));
+    assert!(!job_cpus.contains(&0) && !job_cpus.contains(&4), "c. set-up: the job cannot run on node 0: {before}");
+    assert!(
+        pages(&job_part(before)).get(&0).copied().unwrap_or(0) >= 16384,
+        "c. set-up: its memory on node 0: {before}"
+    );
+    assert_eq!(job_part(before), job_part(after), "c. the none job's CPUs and pages changed: {}", ctx());
+    assert!(!lines(o, "c_job_out").iter().any(|l| l.contains("numakit")), "c. the job was not excluded: {}", ctx());
+    let log: Vec<Value> = lines(o, "c_log").iter().map(|l| status(l)).collect();
+    let of = |pid: i64| log.iter().filter(move |d| d["pid"] == pid);
+    assert!(of(job).count() >= 3, "c. the daemon saw the job in at least 3 scans: {}", ctx());
+    assert!(
+        of(job).all(|d| d["action"] == "keep" && d["reason"]["why"] == "excluded"),
+        "c. every decision on the none job: kept, excluded: {}",
+        ctx()
+    );
+    assert!(
+        of(job).all(|d| d["locality"].as_f64().is_some_and(|l| l < 0.1)),
+        "c. the daemon saw the job's memory remote (a move would pay, as for the twin): {}",
+        ctx()
+    );
+    assert!(of(task).all(|d| d["action"] == "keep"), "c. {}", ctx());
+    assert!(
+        of(twin).any(|d| d["action"] == "migrate" && d["outcome"] == "applied" && d["from"] == 0),
+        "c. the twin outside Slurm had its memory moved from node 0: {}",
+        ctx()
+    );
+    let last = lines(o, "c_t").last().copied().unwrap_or_default();
+    let twin_loc: f64 = word(last, "twin").parse().unwrap_or(0.0);
+    assert!(twin_loc >= 0.9, "c. the twin ends >= 90% local: {last}: {}", ctx());
+    let during = status(field(o, "c_during"));
+    assert!(has(&during, "pids", task.into()), "c. the task's pid excluded during the job: {during}");
+    assert!(!has(&during, "pids", job.into()), "c. nk-hold is covered by the cgroup, not its pid: {during}");
+    assert!(has(&during, "cgroups", job_root.into()), "c. the job's cgroup {job_root} excluded: {during}");
+    let ended = status(field(o, "c_ended"));
+    assert!(!has(&ended, "pids", task.into()) && !has(&ended, "cgroups", job_root.into()), "c. after: {ended}");
+
+    // b. task/affinity: Slurm's binding kept, memory on its CPUs' nodes, one node per task.
+    let a = &out["affinity"];
+    let o = a.stdout.as_str();
+    let ctx = || format!("{o}\n--- stderr\n{}", a.stderr);
+    assert_eq!(field(o, "affinity_rc").split_whitespace().next(), Some("0"), "{}", ctx());
+    let one = field(o, "one");
+    let slurms = bind_mask(field(o, "one_bind"));
+    let cpus = cpu_list(word(one, "cpus"));
+    assert!(cpus.is_subset(&slurms), "b. {cpus:?} within Slurm's binding {slurms:?}: {}", ctx());
+    assert!(mostly_on(&pages(one.split_once("map=").map_or("", |x| x.1)), &nodes_of(&cpus)), "b. {}", ctx());
+    let binds = lines(o, "two_bind");
+    assert_eq!(binds.len(), 2, "b. {}", ctx());
+    let step: BTreeSet<u32> = [0, 1, 4, 5].into();
+    assert!(binds.iter().all(|b| bind_mask(b) == step), "b. Slurm bound each task to 0,1,4,5: {}", ctx());
+    let two = lines(o, "two");
+    assert_eq!(two.len(), 2, "b. {}", ctx());
+    let mut nodes = BTreeSet::new();
+    for t in &two {
+        let cpus = cpu_list(word(t, "cpus"));
+        let on = nodes_of(&cpus);
+        assert!(cpus.is_subset(&step) && on.len() == 1, "b. one node inside Slurm's binding: {t}: {}", ctx());
+        assert!(mostly_on(&pages(t.split_once("map=").map_or("", |x| x.1)), &on), "b. {t}: {}", ctx());
+        nodes.extend(on);
+    }
+    assert_eq!(nodes, BTreeSet::from([0, 1]), "b. the two tasks on nodes 0 and 1, one each: {}", ctx());
+    assert_ne!(field(o, "outside_rc"), "0", "{}", ctx());
+    assert!(
+        lines(o, "outside_err").iter().any(|l| l.contains("--numa=nodes:2: node 2 is outside this task's allocation")),
+        "b. {}",
+        ctx()
+    );
+
+    // Timings, past libtest's capture.
+    let plain = &out["plain"].stdout;
+    eprintln!(
+        "vm_slurm: task/none Slurm ready {:.1} s, a+e {:.1} s, d {:.1} s, c {:.1} s, torn down {:.1} s; \
+         task/affinity Slurm ready {:.1} s, b {:.1} s",
+        elapsed(plain, "start", "slurm_up"),
+        elapsed(plain, "slurm_up", "a_done"),
+        elapsed(plain, "a_done", "d_done"),
+        elapsed(plain, "d_done", "c_done"),
+        elapsed(plain, "c_done", "plain_rc"),
+        elapsed(o, "start", "slurm_up"),
+        elapsed(o, "slurm_up", "b_done"),
+    );
+}
