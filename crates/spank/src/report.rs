@@ -45,8 +45,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The cgroup of Slurm step `step` that process `pid` is in, cut after its
-/// `step_…` folder: the unified hierarchy's path, else the v1 memory
-/// hierarchy's. `None` when the process is in no folder of that step.
+/// `step_…` folder, or after the step's `user` folder where there is one
+/// (cgroup v2: the tasks are in `step_0/user/task_N`, slurmstepd itself in
+/// `step_0/slurm`, and its memory and CPUs are not the job's): the unified
+/// hierarchy's path, else the v1 memory hierarchy's. `None` when the
+/// process is in no folder of that step.
 pub fn step_cgroup(cgroup_file: &str, step: &str) -> Option<String> {
     let folder = format!("/step_{step}");
     let mut paths: Vec<(bool, &str)> = cgroup_file
@@ -65,6 +68,8 @@ pub fn step_cgroup(cgroup_file: &str, step: &str) -> Option<String> {
             .find(&format!("{folder}/"))
             .map(|i| i + folder.len())
             .or_else(|| path.ends_with(&folder).then_some(path.len()))?;
+        let user = &path[end..];
+        let end = if user == "/user" || user.starts_with("/user/") { end + "/user".len() } else { end };
         Some(path[..end].to_string())
     })
 }
@@ -196,11 +201,20 @@ mod tests {
 
     #[test]
     fn the_steps_cgroup_from_proc_pid_cgroup() {
+        // v2: the tasks' folder (user/), without slurmstepd's (slurm/).
         let v2 = "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_1\n";
-        assert_eq!(step_cgroup(v2, "0").as_deref(), Some("/system.slice/slurmstepd.scope/job_42/step_0"));
+        assert_eq!(step_cgroup(v2, "0").as_deref(), Some("/system.slice/slurmstepd.scope/job_42/step_0/user"));
         assert_eq!(step_cgroup(v2, "batch"), None);
         let batch = "0::/system.slice/slurmstepd.scope/job_7/step_batch/user/task_0\n";
-        assert_eq!(step_cgroup(batch, "batch").as_deref(), Some("/system.slice/slurmstepd.scope/job_7/step_batch"));
+        assert_eq!(
+            step_cgroup(batch, "batch").as_deref(),
+            Some("/system.slice/slurmstepd.scope/job_7/step_batch/user")
+        );
+        let special = "0::/system.slice/n_slurmstepd.scope/job_4/step_0/user/task_special\n";
+        assert_eq!(step_cgroup(special, "0").as_deref(), Some("/system.slice/n_slurmstepd.scope/job_4/step_0/user"));
+        // A step without a user folder: the step's.
+        assert_eq!(step_cgroup("0::/a/job_3/step_1/task_0\n", "1").as_deref(), Some("/a/job_3/step_1"));
+        assert_eq!(step_cgroup("0::/a/job_3/step_1/username\n", "1").as_deref(), Some("/a/job_3/step_1"));
         // cgroup v1: the memory hierarchy's line; the unified one wins when it names the step.
         let v1 = "11:memory:/slurm/uid_0/job_5/step_2/task_0\n4:cpuset:/slurm/uid_0/job_5/step_2\n0::/user.slice\n";
         assert_eq!(step_cgroup(v1, "2").as_deref(), Some("/slurm/uid_0/job_5/step_2"));
