@@ -6,8 +6,8 @@
 //! 1. `task/none`, `proctrack/cgroup` (cgroup v2):
 //!    - a. two `srun --numa=auto -c2` jobs started together end on disjoint
 //!      nodes, each with its CPUs on its node and >= 99% of its pages there;
-//!    - e. the step's report (`report=DIR`) equals the step's processes'
-//!      memory per node as numa_maps shows it;
+//!    - e. the step's report (`report=DIR`) equals the step's tasks'
+//!      memory per node as numa_maps shows it, and names the job's node;
 //!    - d. `--numa=bogus` and `--numa=nodes:7` fail the job naming the value;
 //!    - c. with `numakit daemon` running, a `--numa=none` job whose memory sits
 //!      on a node it cannot run on is never touched while an identical
@@ -85,7 +85,7 @@ for i in 1 2; do
   set -- $(ready /tmp/a$i.out)
   echo "auto$i pid=$1 cpus=$(cpus $1) map=$(mapping $1 $2)"
   # e. the step's processes' memory per node now (the report samples every second).
-  cg=$(sed -n 's|^0::||p' /proc/$1/cgroup | sed 's|/user/.*||')
+  cg=$(sed -n 's|^0::||p' /proc/$1/cgroup | sed 's|/user/.*|/user|')
   echo "cg$i $cg"
   for p in $(find /sys/fs/cgroup$cg -name cgroup.procs -exec cat {} +); do echo "step$i $p $(nodemem $p)"; done
 done
@@ -337,12 +337,17 @@ fn spank_plugin_in_four_nodes() {
             .map(|n| (n["id"].as_u64().unwrap_or(99) as u32, n["bytes"].as_u64().unwrap_or(0) / 4096))
             .collect();
         assert_eq!(said.keys().collect::<Vec<_>>(), [&0, &1, &2, &3], "e. every node in the report: {r}");
-        // slurmstepd's own pages (it is in the step's cgroup) change a little
-        // between the two readings: at most 64 pages (256 KiB) per node.
+        // The tasks' folder only (slurmstepd is in the step's slurm/): the one
+        // process, whose pages stay put once touched.
+        assert_eq!(r["processes"], 1, "e. {r}");
         for (node, n) in &said {
             let want = seen.get(node).copied().unwrap_or(0);
-            assert!(n.abs_diff(want) <= 64, "e. node {node}: report {n} pages, numa_maps {want}: {r}\n{}", ctx());
+            assert_eq!(*n, want, "e. node {node}: report {n} pages, numa_maps {want}: {r}\n{}", ctx());
         }
+        let node = nodes_of(&cpu_list(word(field(o, &format!("auto{i}")), "cpus")));
+        let ran: BTreeSet<u32> =
+            r["cpus_nodes"].as_array().into_iter().flatten().filter_map(|n| n.as_u64()).map(|n| n as u32).collect();
+        assert_eq!(ran, node, "e. the report's nodes of the job's CPUs: {r}");
         assert!(said.values().sum::<u64>() >= 64 * 256, "e. the job's 64 MiB in the report: {r}");
     }
 
