@@ -217,14 +217,7 @@ pub fn fake_stat_line(pid: i32, comm: &str, cpu: u32) -> String {
 /// 42 ([`SLURM_JOB_FOLDER`]: `numa_pages_migrated` = `migrated`), a step
 /// and a task cgroup, processes 10 (on node 0) and 20 (on node 1).
 pub fn fake_slurm_root(root: &Path, migrated: u64) {
-    use numakit::topo::synth::{SynthCpu, SynthMachine};
-    let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
-    let m = SynthMachine {
-        cpus,
-        nodes: vec![(0, 1024), (1, 1024)],
-        distances: vec![vec![10, 20], vec![20, 10]],
-        free_percent: 50,
-    };
+    let m = numakit::topo::synth::SynthMachine::two_by_two(1024);
     m.write(root).expect("synth");
     for n in 0..2 {
         write(root, &format!("sys/devices/system/node/node{n}/numastat"), "numa_hit 5\nnuma_miss 0\nother_node 0\n");

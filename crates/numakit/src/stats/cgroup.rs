@@ -681,14 +681,7 @@ mod tests {
     /// Two nodes (CPUs 0-1, 2-3); a v2 Slurm job with two steps, a task
     /// cgroup, a member that has exited and one listed twice.
     fn fake(root: &std::path::Path) {
-        use crate::topo::synth::{SynthCpu, SynthMachine};
-        let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
-        let m = SynthMachine {
-            cpus,
-            nodes: vec![(0, 1024), (1, 1024)],
-            distances: vec![vec![10, 20], vec![20, 10]],
-            free_percent: 50,
-        };
+        let m = crate::topo::synth::SynthMachine::two_by_two(1024);
         m.write(root).expect("synth");
         write(root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n");
         write(root, "sys/fs/cgroup/cgroup.procs", "1\n");

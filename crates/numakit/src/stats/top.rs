@@ -358,14 +358,7 @@ mod tests {
 
     /// A fake root: two nodes (CPUs 0-1 and 2-3), three processes.
     fn fake(dir: &std::path::Path, tick: u64) {
-        use crate::topo::synth::{SynthCpu, SynthMachine};
-        let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
-        let m = SynthMachine {
-            cpus,
-            nodes: vec![(0, 1024), (1, 1024)],
-            distances: vec![vec![10, 20], vec![20, 10]],
-            free_percent: 50,
-        };
+        let m = crate::topo::synth::SynthMachine::two_by_two(1024);
         m.write(dir).expect("synth");
         let nd = "sys/devices/system/node";
         write(dir, &format!("{nd}/node0/numastat"), &format!("numa_hit {}\nnuma_miss 0\n", 1000 + 100 * tick));

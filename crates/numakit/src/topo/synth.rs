@@ -73,6 +73,19 @@ impl SynthMachine {
         }
     }
 
+    /// Two nodes of two CPUs each (CPUs 0-1 and 2-3, one package each),
+    /// distance 20 between them, `mem_mib` each, half of it free: the
+    /// small machine of many unit tests.
+    pub fn two_by_two(mem_mib: u64) -> Self {
+        let cpus = (0..4).map(|id| SynthCpu { id, node: id / 2, package: id / 2, core: id % 2 }).collect();
+        Self {
+            cpus,
+            nodes: vec![(0, mem_mib), (1, mem_mib)],
+            distances: vec![vec![10, 20], vec![20, 10]],
+            free_percent: 50,
+        }
+    }
+
     /// Four nodes (one per package) with round-robin CPU numbering: CPU
     /// `i` is on node `i % 4`; distances 10 / 20 to neighbours / 30 across
     /// (a ring).
