@@ -413,6 +413,10 @@ fn mutated_kernel_files_never_panic_a_parser() {
         }
     }
     eprintln!("parser mutations: {runs} inputs from {seeds} seeds of {} kinds, {iters} mutants each", corpus.len());
+    eprintln!(
+        "HOSTILE|parsers|kernel files of the dumps mutated (bit flips, cuts, splices, numbers at every limit, NULs, not UTF-8), each fed to its parser|{runs}|{}",
+        failures.len()
+    );
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
 }
 
