@@ -219,12 +219,7 @@ impl Ids {
 /// holds more than this job.
 fn job_cgroup(job: u32) -> Option<String> {
     let path = cgroup::read_path(&SysRoot::live(), std::process::id() as i32).ok().flatten()?;
-    let folder = format!("/job_{job}");
-    let end = path
-        .find(&format!("{folder}/"))
-        .map(|i| i + folder.len())
-        .or_else(|| path.ends_with(&folder).then_some(path.len()))?;
-    Some(path[..end].to_string())
+    crate::report::cut_after(&path, &format!("/job_{job}"))
 }
 
 /// `slurm_spank_task_init`, in the task's process just before exec: places it.

@@ -64,14 +64,20 @@ pub fn step_cgroup(cgroup_file: &str, step: &str) -> Option<String> {
     // The unified hierarchy first, where it names the step.
     paths.sort_by_key(|(v2, _)| !v2);
     paths.into_iter().find_map(|(_, path)| {
-        let end = path
-            .find(&format!("{folder}/"))
-            .map(|i| i + folder.len())
-            .or_else(|| path.ends_with(&folder).then_some(path.len()))?;
-        let user = &path[end..];
-        let end = if user == "/user" || user.starts_with("/user/") { end + "/user".len() } else { end };
-        Some(path[..end].to_string())
+        let step = cut_after(path, &folder)?;
+        let user = &path[step.len()..];
+        Some(if user == "/user" || user.starts_with("/user/") { format!("{step}/user") } else { step })
     })
+}
+
+/// `path` up to and with its component `folder` (`/job_42`), or `None`
+/// when no component is that folder.
+pub fn cut_after(path: &str, folder: &str) -> Option<String> {
+    let end = path
+        .find(&format!("{folder}/"))
+        .map(|i| i + folder.len())
+        .or_else(|| path.ends_with(folder).then_some(path.len()))?;
+    Some(path[..end].to_string())
 }
 
 /// Starts sampling `cgroup` every `interval` (once per step: later calls do

@@ -21,8 +21,8 @@ use super::mode::{JobMode, Site};
 use crate::act;
 use crate::daemon::ctl::{Client, ClientError};
 use crate::daemon::protocol::Target;
-use crate::place::auto::{self, AutoRequest, NodeLoad};
-use crate::place::{nearest_memory_nodes, MemMode, MemPolicy, Plan};
+use crate::place::auto::{self, memory_for, AutoRequest, NodeLoad};
+use crate::place::{MemMode, MemPolicy, Plan};
 use crate::sets::{numactl::SetSpec, CpuSet, Node, NodeSet};
 use crate::sys::SysRoot;
 use crate::topo::Topology;
@@ -78,21 +78,6 @@ pub struct Placed {
     pub decision: TaskDecision,
     /// Something the user should read although the task runs (one line).
     pub warning: Option<String>,
-}
-
-/// The memory nodes for a set of CPU nodes: each node itself when it has
-/// memory, else its nearest memory nodes.
-fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
-    nodes.iter().fold(NodeSet::new(), |acc, n| {
-        let own = topo.node(n).is_some_and(|x| x.has_memory) && topo.allowed.nodes.contains(n);
-        if own {
-            let mut a = acc;
-            a.insert(n);
-            a
-        } else {
-            acc.union(&nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes))
-        }
-    })
 }
 
 /// Decides a task's placement (pure). `given` is the task's CPU affinity

@@ -123,20 +123,25 @@ pub fn parse_reserve(text: &str, allowed: &CpuSet) -> Result<CpuSet, String> {
         .map_err(|e| format!("{text}: {e}"))
 }
 
+/// The memory nodes for the CPUs of `nodes`: each allowed node with
+/// memory itself, a memory-less (or not allowed) one its nearest allowed
+/// node(s) with memory.
+pub fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
+    nodes.iter().fold(NodeSet::new(), |acc, n| {
+        if topo.node(n).is_some_and(|x| x.has_memory) && topo.allowed.nodes.contains(n) {
+            acc.union(&std::iter::once(n).collect())
+        } else {
+            acc.union(&nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes))
+        }
+    })
+}
+
 /// Decides where a job goes.
 pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<AutoDecision, Refusal> {
     let allowed_cpus = topo.allowed.cpus.difference(&req.reserve);
     let usable = |l: &NodeLoad| l.idle_cpus.intersection(&allowed_cpus);
     let load_of = |n: u32| loads.iter().find(|l| l.node == n);
-    // Memory for a node's CPUs: the node itself, or for a memory-less node
-    // the nearest node(s) with memory.
-    let mem_nodes = |n: u32| -> NodeSet {
-        if topo.node(n).is_some_and(|x| x.has_memory) && topo.allowed.nodes.contains(n) {
-            std::iter::once(n).collect()
-        } else {
-            nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes)
-        }
-    };
+    let mem_nodes = |n: u32| -> NodeSet { memory_for(topo, &std::iter::once(n).collect()) };
     let free_of = |nodes: &NodeSet| -> u64 { nodes.iter().filter_map(&load_of).map(|l| l.free_bytes).sum() };
     let cpu_nodes: Vec<&NodeLoad> =
         loads.iter().filter(|l| topo.node(l.node).is_some_and(|n| n.has_cpu) && !usable(l).is_empty()).collect();

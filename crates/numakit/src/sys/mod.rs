@@ -218,19 +218,7 @@ impl SysRoot {
 
     /// Names in a folder, sorted; `Ok(None)` if the folder is missing.
     pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<String>>, SysError> {
-        let path = self.path(rel);
-        let rd = match fs::read_dir(&path) {
-            Ok(rd) => rd,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(source) => return Err(SysError::Io { path, source }),
-        };
-        let mut names = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|source| SysError::Io { path: path.clone(), source })?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
-        names.sort();
-        Ok(Some(names))
+        self.list_where(rel, |_| true)
     }
 
     /// Names of the folders in a folder (links not followed), sorted;
@@ -238,6 +226,15 @@ impl SysRoot {
     /// listing (`d_type`), so no file is opened or stat'ed per entry: a
     /// cgroup folder holds dozens of control files beside its children.
     pub fn list_dirs(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<String>>, SysError> {
+        self.list_where(rel, |e| e.file_type().is_ok_and(|t| t.is_dir()))
+    }
+
+    /// The names of a folder's entries that `keep` accepts, sorted.
+    fn list_where(
+        &self,
+        rel: impl AsRef<Path>,
+        keep: impl Fn(&fs::DirEntry) -> bool,
+    ) -> Result<Option<Vec<String>>, SysError> {
         let path = self.path(rel);
         let rd = match fs::read_dir(&path) {
             Ok(rd) => rd,
@@ -247,7 +244,7 @@ impl SysRoot {
         let mut names = Vec::new();
         for entry in rd {
             let entry = entry.map_err(|source| SysError::Io { path: path.clone(), source })?;
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if keep(&entry) {
                 names.push(entry.file_name().to_string_lossy().into_owned());
             }
         }
