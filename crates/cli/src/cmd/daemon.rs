@@ -12,11 +12,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use numakit::act::mempolicy;
 use numakit::daemon::apply::Outcome;
 use numakit::daemon::ctl::{self, Access};
 use numakit::daemon::protocol::{Request, Response};
 use numakit::daemon::service::Service;
 use numakit::daemon::settings::Settings;
+use numakit::sets::NodeSet;
 use numakit::sys::SysRoot;
 
 use crate::Failure;
@@ -187,6 +189,17 @@ pub fn run(sys: &SysRoot, args: &DaemonArgs) -> anyhow::Result<u8> {
         return Err(Failure::usage("the daemon acts on live processes: --sysroot needs --dry-run").into());
     }
     let settings = load_settings(args.config.as_deref(), args.interval.as_deref())?;
+    if sys.is_live() {
+        // The daemon's own pages out of kernel AutoNUMA's reach: under an
+        // explicit local policy (allocation as by default, on the node of
+        // the CPU that faults a page in) the kernel neither scans nor moves
+        // them. Set before any thread starts: threads inherit it. Without
+        // it, beside a balancing kernel, the placer itself would add page
+        // migrations of its own.
+        if let Err(e) = mempolicy::set_mempolicy(mempolicy::Mode::Local, mempolicy::ModeFlags::NONE, &NodeSet::new()) {
+            eprintln!("numakit daemon: warning: own memory policy left as it was: {e}");
+        }
+    }
     let group = if settings.ctl_group.is_empty() {
         None
     } else {

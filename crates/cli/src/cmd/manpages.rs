@@ -365,7 +365,7 @@ fn notes(path: &str) -> Option<Notes> {
                     file(log.clone(), "One JSON object per decision (log)."),
                     file(socket.clone(), "The control socket, mode 0660, group ctl_group (socket)."),
                     file("/proc/PID/", "stat, status, cgroup, statm, numa_maps and task/*/schedstat of the processes it watches."),
-                    file("/proc/sys/kernel/numa_balancing", "AutoNUMA: read; turned off while it runs with autonuma = \"disable\", and restored."),
+                    file("/proc/sys/kernel/numa_balancing", "AutoNUMA: read every scan (while on, only CPUs are placed by default); turned off while it runs with autonuma = \"disable\", and restored."),
                     file("/etc/group", "The ctl_group."),
                 ],
             ),

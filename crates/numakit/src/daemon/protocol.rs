@@ -276,8 +276,12 @@ pub struct Status {
     pub config: Option<String>,
     /// Whether it only decides and logs.
     pub dry_run: bool,
-    /// Why it does not move anything now (kernel AutoNUMA on), if so.
+    /// Why it does not move anything now (kernel AutoNUMA on, mode
+    /// `defer`), if so.
     pub deferred: Option<String>,
+    /// Why it places CPUs only and leaves the pages to the kernel now
+    /// (kernel AutoNUMA on, mode `place-cpus`), if so.
+    pub cpus_only: Option<String>,
     /// Seconds to the next scan.
     pub interval_s: f64,
     /// Counters since start.

@@ -412,6 +412,65 @@ fn disable_mode_turns_autonuma_off_and_restores_it_also_after_a_crash() {
 }
 
 #[test]
+fn place_cpus_beside_autonuma_binds_and_leaves_every_page_to_the_kernel() {
+    // reco's memory is on node 0, whose CPUs are busy with owner-pinned
+    // work, so the best place is elsewhere and the decision asks for a bind
+    // and a migration. Beside a balancing kernel the bind is applied and the
+    // migration is not. reco's pid is above any pid_max (2^22): the bind
+    // reaches the kernel and finds no such process, so nothing live is
+    // touched and the outcome is `gone`.
+    const PID: i32 = 2_000_000_000;
+    let f = Fake::new();
+    put(f.root(), super::service::NUMA_BALANCING, "1\n");
+    let hog = |pid: i32, cpu: u32, ticks: u64| P {
+        pid,
+        comm: "hog",
+        ticks,
+        cpu,
+        rss_pages: GIB_PAGES,
+        allowed: if cpu == 0 { "0" } else { "4" },
+        pages: &[(1, GIB_PAGES)],
+        policy: "default",
+    };
+    let all = |ticks: u64| {
+        f.proc(&P { pid: PID, ..reco(ticks, 3) });
+        f.proc(&hog(500, 0, ticks));
+        f.proc(&hog(501, 4, ticks));
+    };
+    all(0);
+    let s = settings(&f);
+    assert_eq!(s.autonuma, super::settings::AutonumaMode::PlaceCpus, "the packaged default");
+    let mut svc = Service::start(f.sys(), s.clone(), None, false).unwrap();
+    svc.scan(0.0).unwrap();
+    all(100);
+    f.tick(100, 50);
+    let r = svc.scan(1.0).unwrap();
+    let mine: Vec<_> = r.results.iter().filter(|(a, _)| a.pid == PID).collect();
+    let bind = mine.iter().find(|(a, _)| matches!(a.kind, super::ActionKind::Bind { .. }));
+    let migrate = mine.iter().find(|(a, _)| matches!(a.kind, super::ActionKind::Migrate { .. }));
+    let (Some((_, bound)), Some((_, moved))) = (bind, migrate) else {
+        panic!("no bind and migration away from the busy node: {mine:?}")
+    };
+    assert_eq!(bound.name(), "gone", "the bind was applied: {bound:?}");
+    assert!(
+        matches!(moved, super::apply::Outcome::NotDone { note } if note == super::settings::LEFT_TO_KERNEL),
+        "{moved:?}"
+    );
+    let st = svc.status();
+    assert!(st.deferred.is_none() && st.cpus_only.as_deref().is_some_and(|w| w.contains("numa_balancing = 1")));
+    assert_eq!(svc.counters.pages_migrated_total, 0);
+    // The log says it.
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert!(log.lines().any(|l| l.contains(super::settings::LEFT_TO_KERNEL)), "{log}");
+    // The kernel stops balancing: the next decision may move pages again.
+    put(f.root(), super::service::NUMA_BALANCING, "0\n");
+    all(200);
+    f.tick(200, 100);
+    svc.scan(2.0).unwrap();
+    assert!(svc.status().cpus_only.is_none());
+}
+
+#[test]
 fn small_processes_cost_one_statm_read() {
     let f = Fake::new();
     farm(&f, 0);

@@ -8,7 +8,7 @@
 //! interval_min_s = 5          # numad -i MIN:MAX
 //! interval_max_s = 15
 //! reserved_cpus = "0"         # numad -R
-//! autonuma = "defer"          # or "disable"
+//! autonuma = "place-cpus"     # or "defer" or "disable"
 //! include_comms = []          # when non-empty, only these are managed
 //! ctl_group = "numakit"       # besides root, who may use `numakit ctl`
 //! [decide]
@@ -23,26 +23,88 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::action::ActionKind;
 use super::config::Config;
 use crate::sets::CpuSet;
 
 /// How the daemon lives with the kernel's automatic NUMA balancing
 /// (`kernel.numa_balancing`). Two controllers must never move the same
-/// process: the kernel cannot be told to skip one process, so the daemon
-/// either steps back or turns the kernel's balancing off.
+/// pages: the kernel cannot be told to skip one process, so while it
+/// balances the daemon leaves page migration to it, steps back altogether,
+/// or turns it off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum AutonumaMode {
     /// While the kernel balances (bit 0 of `numa_balancing`, or bit 1,
     /// memory tiering, when the daemon may use CPU-less memory nodes), the
-    /// daemon decides and logs but changes nothing ("deferred"). Checked at
-    /// every scan.
+    /// daemon places CPUs only: it binds and reverts affinity as decided and
+    /// never migrates a page. The kernel's hinting faults then see the
+    /// accesses come from the bound node and move the pages there; its
+    /// scheduler can no longer take the threads away from them. While the
+    /// kernel does not balance, the daemon places CPUs and pages. Checked
+    /// at every scan.
     #[default]
+    PlaceCpus,
+    /// While the kernel balances, the daemon decides and logs but changes
+    /// nothing ("deferred"). Checked at every scan.
     Defer,
     /// Turn the kernel's balancing off at start (value recorded in the
     /// state file) and put the original value back on exit, also after a
     /// crash at the next start.
     Disable,
+}
+
+/// What the daemon may do in one scan, beside the kernel's balancing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Coexistence {
+    /// Place CPUs and pages: the kernel does not balance.
+    Full,
+    /// Bind and revert CPUs, migrate no page: the kernel balances (why).
+    CpusOnly(String),
+    /// Change nothing: the kernel balances and the mode is `defer` (why).
+    Deferred(String),
+}
+
+/// The note of a migration not done because the kernel balances.
+pub const LEFT_TO_KERNEL: &str = "left to the kernel's NUMA balancing";
+
+impl Coexistence {
+    /// Why an action that changes something must not be applied in this
+    /// scan, or None: a deferring daemon applies nothing, one that places
+    /// CPUs only applies binds and reverts (affinity) and no migration.
+    pub fn refuses(&self, kind: &ActionKind) -> Option<String> {
+        match (self, kind) {
+            (Coexistence::Deferred(why), _) => Some(why.clone()),
+            (Coexistence::CpusOnly(_), ActionKind::Migrate { .. }) => Some(LEFT_TO_KERNEL.into()),
+            _ => None,
+        }
+    }
+}
+
+/// What [`AutonumaMode`] allows when `kernel.numa_balancing` reads
+/// `numa_balancing` (None: no such file, a kernel without NUMA balancing).
+/// Bit 1 (memory tiering) counts only when the daemon may place memory on
+/// CPU-less nodes, the only pages tiering moves.
+pub fn coexistence(mode: AutonumaMode, numa_balancing: Option<u64>, use_cpuless_memory: bool) -> Coexistence {
+    let Some(v) = numa_balancing else { return Coexistence::Full };
+    if v & 1 == 0 && !(v & 2 != 0 && use_cpuless_memory) {
+        return Coexistence::Full;
+    }
+    match mode {
+        AutonumaMode::PlaceCpus => Coexistence::CpusOnly(format!(
+            "kernel AutoNUMA is on (kernel.numa_balancing = {v}): placing CPUs only, the kernel moves the pages"
+        )),
+        AutonumaMode::Defer => Coexistence::Deferred(format!(
+            "kernel AutoNUMA is on (kernel.numa_balancing = {v}): deciding and logging only; set autonuma = \"place-cpus\" \
+             or \"disable\", or turn it off, to let numakit place"
+        )),
+        // Turned off at start; a kernel that balances anyway (someone set
+        // it back) is someone else's decision, and both moving pages is
+        // what must never happen.
+        AutonumaMode::Disable => Coexistence::CpusOnly(format!(
+            "kernel AutoNUMA was turned back on (kernel.numa_balancing = {v}): placing CPUs only, the kernel moves the pages"
+        )),
+    }
 }
 
 /// The daemon's settings.
@@ -94,7 +156,7 @@ impl Default for Settings {
             socket: PathBuf::from("/run/numakit/daemon.sock"),
             ctl_group: String::new(),
             reserved_cpus: String::new(),
-            autonuma: AutonumaMode::Defer,
+            autonuma: AutonumaMode::PlaceCpus,
             include_pids: Vec::new(),
             include_comms: Vec::new(),
             include_cgroups: Vec::new(),
@@ -202,6 +264,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn beside_a_balancing_kernel_the_default_places_cpus_and_moves_no_page() {
+        use crate::daemon::snapshot::MemPolicy;
+        let nodes = |l: &str| crate::sets::NodeSet::parse_list(l).unwrap();
+        let bind = ActionKind::Bind { cpu_nodes: nodes("1"), mem_nodes: nodes("") };
+        let revert = ActionKind::Revert { cpu_nodes: nodes("0-3"), mem_policy: MemPolicy::Default };
+        let migrate = ActionKind::Migrate { from: 0, to: 1, pages: 10 };
+        assert_eq!(Settings::default().autonuma, AutonumaMode::PlaceCpus);
+        let c = coexistence(AutonumaMode::PlaceCpus, Some(1), false);
+        assert!(matches!(&c, Coexistence::CpusOnly(why) if why.contains("numa_balancing = 1")), "{c:?}");
+        assert_eq!((c.refuses(&bind), c.refuses(&revert)), (None, None));
+        assert_eq!(c.refuses(&migrate).as_deref(), Some(LEFT_TO_KERNEL));
+        // Balancing off, absent, or tiering only while CPU-less nodes are
+        // not the daemon's: everything, in every mode.
+        for mode in [AutonumaMode::PlaceCpus, AutonumaMode::Defer, AutonumaMode::Disable] {
+            for (v, cpuless) in [(Some(0), false), (None, false), (Some(2), false)] {
+                let c = coexistence(mode, v, cpuless);
+                assert_eq!(c, Coexistence::Full, "{mode:?} {v:?}");
+                assert_eq!(c.refuses(&migrate), None);
+            }
+        }
+        // Tiering moves pages to and from CPU-less nodes: it counts when the
+        // daemon may put memory there.
+        assert!(matches!(coexistence(AutonumaMode::PlaceCpus, Some(2), true), Coexistence::CpusOnly(_)));
+        // defer: nothing at all.
+        let d = coexistence(AutonumaMode::Defer, Some(3), false);
+        for k in [&bind, &revert, &migrate] {
+            assert!(d.refuses(k).is_some_and(|w| w.contains("numa_balancing = 3")), "{d:?}");
+        }
+        // disable, with the kernel's balancing turned back on by someone
+        // else: never two movers of pages.
+        let x = coexistence(AutonumaMode::Disable, Some(1), false);
+        assert_eq!((x.refuses(&bind), x.refuses(&migrate).as_deref()), (None, Some(LEFT_TO_KERNEL)));
+        // The file's spelling.
+        let s = Settings::from_toml("autonuma = \"place-cpus\"", "f").unwrap();
+        assert_eq!(s.autonuma, AutonumaMode::PlaceCpus);
+    }
+
+    #[test]
     fn defaults_and_sections() {
         let s = Settings::from_toml("", "f").unwrap();
         assert_eq!(s, Settings::default());
@@ -239,6 +339,8 @@ mod tests {
         let s = Settings::from_toml(include_str!("../../../../contrib/numakit-daemon.toml"), "example").unwrap();
         assert_eq!(s.decide.exclude_cgroups, vec!["/system.slice".to_string()]);
         assert_eq!(s.decide.min_rss_bytes, Config::default().min_rss_bytes);
+        // The package installs it: its mode is the packaged default.
+        assert_eq!(s.autonuma, AutonumaMode::PlaceCpus);
     }
 
     #[test]

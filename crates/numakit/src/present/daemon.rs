@@ -19,6 +19,9 @@ pub fn status_text(d: &Status) -> String {
     if let Some(why) = &d.deferred {
         let _ = writeln!(out, "deferred: {why}");
     }
+    if let Some(why) = &d.cpus_only {
+        let _ = writeln!(out, "CPUs only: {why}");
+    }
     let _ = writeln!(
         out,
         "scans {} (last {:.2} ms CPU, {} processes, {} candidates), interval {} s",
@@ -88,5 +91,9 @@ mod tests {
         let t = status_text(&d);
         assert!(!t.contains("run times"));
         assert!(t.contains("\ndeferred: kernel AutoNUMA is on\n"), "{t}");
+        d.deferred = None;
+        d.cpus_only = Some("kernel AutoNUMA is on".into());
+        let t = status_text(&d);
+        assert!(t.contains("\nCPUs only: kernel AutoNUMA is on\n") && !t.contains("deferred"), "{t}");
     }
 }

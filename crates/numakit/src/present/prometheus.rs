@@ -248,6 +248,14 @@ pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
         "1 while the daemon only decides and logs because kernel AutoNUMA is on.",
     )
     .sample(&[], deferred);
+    let cpus_only = if status["cpus_only"].is_string() { 1.0 } else { 0.0 };
+    Family::new(
+        &mut out,
+        "numakit_daemon_cpus_only",
+        "gauge",
+        "1 while the daemon places CPUs only and leaves page migration to kernel AutoNUMA.",
+    )
+    .sample(&[], cpus_only);
     let counters: [(&str, &str, &str); 8] = [
         ("scans", "numakit_daemon_scans_total", "Scans done since the daemon started."),
         ("scan_cpu_seconds_total", "numakit_daemon_scan_cpu_seconds_total", "CPU time spent in scans."),

@@ -1,12 +1,13 @@
 //! The AutoNUMA guard: with `autonuma = "disable"` the kernel's balancing
 //! is turned off at start (its original value written ahead to the state
-//! file) and restored on exit or when the mode changes; with `defer`, a
-//! balancing kernel makes the daemon decide and log only, and whatever an
-//! earlier `disable` run left changed is put back.
+//! file) and restored on exit or when the mode changes; with `place-cpus`
+//! and `defer` whatever an earlier `disable` run left changed is put back,
+//! and a balancing kernel makes the daemon place CPUs only or decide and
+//! log only ([`coexistence`]).
 
 use super::{Service, ServiceError};
 use crate::daemon::apply::write_global;
-use crate::daemon::settings::AutonumaMode;
+use crate::daemon::settings::{coexistence, AutonumaMode, Coexistence};
 use crate::daemon::state::GlobalChange;
 
 /// `kernel.numa_balancing`, relative to the root.
@@ -15,7 +16,7 @@ pub const NUMA_BALANCING: &str = "proc/sys/kernel/numa_balancing";
 impl Service {
     /// `autonuma = "disable"`: turn the kernel's balancing off, recording
     /// the original (kept from an earlier run that did not exit cleanly).
-    /// `defer`: put back what an earlier `disable` run left changed.
+    /// Otherwise: put back what an earlier `disable` run left changed.
     pub(super) fn globals_at_start(&mut self) -> Result<(), ServiceError> {
         let current = self.sys.read(NUMA_BALANCING).ok().flatten().map(|v| v.trim().to_string());
         match self.settings.autonuma {
@@ -54,16 +55,9 @@ impl Service {
         let _ = self.save();
     }
 
-    /// Why the daemon must not move anything now (kernel AutoNUMA on and
-    /// mode `defer`), or None.
-    pub(super) fn conflict(&self) -> Option<String> {
-        let v: u64 = self.sys.read(NUMA_BALANCING).ok().flatten()?.trim().parse().ok()?;
-        let tiering = v & 2 != 0 && self.settings.decide.use_cpuless_memory;
-        (v & 1 != 0 || tiering).then(|| {
-            format!(
-                "kernel AutoNUMA is on (kernel.numa_balancing = {v}): deciding and logging only; set autonuma = \"disable\" \
-                 or turn it off to let numakit place"
-            )
-        })
+    /// What the daemon may do in this scan beside the kernel's balancing.
+    pub(super) fn coexistence(&self) -> Coexistence {
+        let v = self.sys.read(NUMA_BALANCING).ok().flatten().and_then(|v| v.trim().parse().ok());
+        coexistence(self.settings.autonuma, v, self.settings.decide.use_cpuless_memory)
     }
 }

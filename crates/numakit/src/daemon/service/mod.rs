@@ -6,7 +6,7 @@
 //!   back → correct the history → log → status);
 //! * [`repair`]: at start, placements a killed daemon left half done;
 //! * [`autonuma`]: the AutoNUMA guard (turn the kernel's balancing off and
-//!   back, or defer to it);
+//!   back; beside it, place CPUs only or defer);
 //! * [`control`]: the control requests of [`crate::daemon::protocol`];
 //! * [`report`]: the decision log and the status.
 //!
@@ -25,7 +25,7 @@ use super::apply::Applier;
 use super::collect::{Collector, NodeCpus};
 use super::machine::{Machine, NodeMatrix, PerNode};
 use super::protocol::{Counters, DecisionRecord};
-use super::settings::Settings;
+use super::settings::{Coexistence, Settings};
 use super::snapshot::Snapshot;
 use super::state::State;
 use crate::sets::NodeSet;
@@ -61,7 +61,8 @@ pub struct Service {
     last: Option<Snapshot>,
     interval_s: f64,
     started: f64,
-    deferred: Option<String>,
+    /// What this scan may do beside the kernel's balancing.
+    coexist: Coexistence,
     /// When the state file was last written (monotonic seconds).
     saved_mono_s: Option<f64>,
 }
@@ -136,7 +137,7 @@ impl Service {
             log,
             last: None,
             started: unix_now(),
-            deferred: None,
+            coexist: Coexistence::Full,
             saved_mono_s: None,
         };
         s.globals_at_start()?;

@@ -9,6 +9,7 @@ use super::{rfc3339, Service};
 use crate::daemon::action::Action;
 use crate::daemon::apply::Outcome;
 use crate::daemon::protocol::{DecisionRecord, Managed, Names, ProgressMeasure, RunTimes, Status};
+use crate::daemon::settings::Coexistence;
 use crate::units::unix_now;
 
 /// Decisions kept in memory for `ctl decisions`.
@@ -55,7 +56,14 @@ impl Service {
             started: rfc3339(self.started),
             config: self.config_path.as_ref().map(|p| p.display().to_string()),
             dry_run: self.dry_run,
-            deferred: self.deferred.clone(),
+            deferred: match &self.coexist {
+                Coexistence::Deferred(why) => Some(why.clone()),
+                _ => None,
+            },
+            cpus_only: match &self.coexist {
+                Coexistence::CpusOnly(why) => Some(why.clone()),
+                _ => None,
+            },
             interval_s: self.interval_s,
             counters: self.counters.clone(),
             managed: h

@@ -9,7 +9,7 @@ use crate::daemon::action::{Action, ActionKind};
 use crate::daemon::apply::Outcome;
 use crate::daemon::collect::{ManagedCgroups, ScanCounts};
 use crate::daemon::decide::decide;
-use crate::daemon::settings::cgroup_under;
+use crate::daemon::settings::{cgroup_under, Coexistence};
 use crate::daemon::History;
 use crate::units::unix_now;
 
@@ -31,7 +31,7 @@ impl Service {
         let t0 = std::time::Instant::now();
         let wall = unix_now();
         self.forget_ended_targets()?;
-        self.deferred = self.conflict();
+        self.coexist = self.coexistence();
         let managed: ManagedCgroups = self
             .state
             .originals
@@ -79,7 +79,7 @@ impl Service {
 
         // Write ahead: originals for processes about to change, and the
         // new history, before anything is applied.
-        let acting = !self.dry_run && self.deferred.is_none();
+        let acting = !self.dry_run && !matches!(self.coexist, Coexistence::Deferred(_));
         if acting {
             for a in decision.changes() {
                 if !self.state.originals.contains_key(&a.pid) {
@@ -106,8 +106,15 @@ impl Service {
                 Outcome::NotDone { note: a.reason.to_string() }
             } else if self.dry_run {
                 Outcome::NotDone { note: "dry run".into() }
-            } else if let Some(why) = &self.deferred {
-                Outcome::NotDone { note: why.clone() }
+            } else if let Some(note) = self.coexist.refuses(&a.kind) {
+                // Placing CPUs only: the kernel moves the pages after the
+                // bound CPUs, and the history must not count them as
+                // numakit's.
+                if let (true, ActionKind::Migrate { pages, .. }) = (acting, &a.kind) {
+                    let h = &mut self.state.history.committed;
+                    h.pages_migrated = h.pages_migrated.saturating_sub(*pages);
+                }
+                Outcome::NotDone { note }
             } else if failed_bind.contains(&a.pid) {
                 Outcome::NotDone { note: "its bind failed in this scan".into() }
             } else {
