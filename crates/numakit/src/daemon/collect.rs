@@ -92,15 +92,18 @@ struct MapsEntry {
     rss: u64,
     main_node: Option<u32>,
     at: f64,
+    /// `pgmigrate_success` of `/proc/vmstat` when it was read.
+    migrated: Option<u64>,
     mem: BTreeMap<u32, u64>,
     policy: MemPolicy,
 }
 
 /// How long a process's memory per node read from `numa_maps` is used
-/// again while its resident size stays within 5% and its threads stay on
-/// the same node: pages change node only by allocation (the resident size
-/// moves), migration (numakit's own are re-read while they settle; the
-/// kernel's AutoNUMA and numakit never act together) or reclaim.
+/// again while its resident size stays within 5%, its threads stay on the
+/// same node and no page of the machine has migrated (`pgmigrate_success`
+/// of `/proc/vmstat` unchanged): pages change node only by allocation (the
+/// resident size moves), migration (numakit's own, the kernel's AutoNUMA
+/// beside `autonuma = "place-cpus"`, compaction, other tools) or reclaim.
 pub const NUMA_MAPS_MAX_AGE_S: f64 = 60.0;
 
 /// Per-process numbers of the cheap first pass, for [`Collector::details`].
@@ -112,6 +115,8 @@ struct Ctx {
     window: Option<f64>,
     mono_s: f64,
     settling: bool,
+    /// `pgmigrate_success` now.
+    migrated: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -223,6 +228,9 @@ impl Collector {
         let page = stats::page_size();
         let window = self.prev_at.map(|p| (mono_s - p).max(1e-3));
         let uptime = read_uptime(sys)?;
+        // Any page migrated since a process's numa_maps was read makes the
+        // cached copy stale.
+        let migrated = stats::vmstat::read_vmstat(sys)?.get("pgmigrate_success");
 
         // Nodes: idle CPUs over the window (since boot on the first scan),
         // free memory now.
@@ -317,7 +325,7 @@ impl Collector {
             if !placed && (cpu_use < cfg.min_cpu || rss < cfg.min_rss_bytes) {
                 continue;
             }
-            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling };
+            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated };
             match self.details(sys, node_cpus, include, managed, &st, &ctx, &mut threads_seen, counters.as_mut()) {
                 Ok(Some((p, entry, fresh))) => {
                     counted.push(pid);
@@ -376,7 +384,7 @@ impl Collector {
         threads_seen: &mut HashMap<i32, ThreadSeen>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
-        let Ctx { cpu_use, rss, age_s, window, mono_s, settling } = *ctx;
+        let Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated } = *ctx;
         let pid = st.pid;
         let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
         let cgroup = procs::cgroup::read_path(sys, pid)?.unwrap_or_default();
@@ -438,6 +446,7 @@ impl Collector {
                 && e.start_ticks == st.start_ticks
                 && e.main_node == main_node
                 && mono_s - e.at < NUMA_MAPS_MAX_AGE_S
+                && e.migrated == migrated
                 && (e.rss as f64 - rss as f64).abs() <= 0.05 * e.rss.max(1) as f64
         });
         let (entry, fresh) = match cached {
@@ -445,7 +454,7 @@ impl Collector {
             None => {
                 let Some(text) = procs::read_numa_maps_text(sys, pid)? else { return Ok(None) };
                 let (mem, policy) = memory_of(&text);
-                (MapsEntry { start_ticks: st.start_ticks, rss, main_node, at: mono_s, mem, policy }, true)
+                (MapsEntry { start_ticks: st.start_ticks, rss, main_node, at: mono_s, migrated, mem, policy }, true)
             }
         };
         let (mem_per_node, mem_policy) = (entry.mem.clone(), entry.policy.clone());

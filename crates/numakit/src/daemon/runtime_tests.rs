@@ -241,8 +241,29 @@ fn collector_rates_candidates_and_owner_placement() {
     let (snap, counts) = rig.scan(3.0).unwrap();
     assert_eq!(counts.numa_maps_read, 1);
     assert_eq!(snap.procs.iter().find(|p| p.pid == 100).unwrap().mem_per_node.get(&3), Some(&(GIB_PAGES * 4096)));
+    // ... and every process once a page has migrated anywhere (the kernel's
+    // balancing moves pages without changing a resident size or a node):
+    // AutoNUMA brings reco's first GiB to node 3.
+    let reco_at = |ticks: u64, pages: &'static [(u32, u64)]| {
+        farm_without_reco(&f, ticks);
+        f.proc(&P { ticks, rss_pages: GIB_PAGES * 2, pages, ..reco(ticks, 3) });
+        f.tick(ticks, ticks / 2);
+    };
+    put(f.root(), "proc/vmstat", "pgmigrate_success 0\n");
+    reco_at(350, &[(0, GIB_PAGES), (3, GIB_PAGES)]);
+    let (_, counts) = rig.scan(3.5).unwrap();
+    assert_eq!(counts.numa_maps_read, 3, "the counter appeared: nothing cached is known to be current");
+    reco_at(400, &[(3, GIB_PAGES * 2)]);
+    let (_, counts) = rig.scan(3.6).unwrap();
+    assert_eq!(counts.numa_maps_read, 0, "no page migrated: the cache stands");
+    put(f.root(), "proc/vmstat", "pgmigrate_success 262144\n");
+    reco_at(450, &[(3, GIB_PAGES * 2)]);
+    let (snap, counts) = rig.scan(3.7).unwrap();
+    assert_eq!(counts.numa_maps_read, 3);
+    let reco = snap.procs.iter().find(|p| p.pid == 100).unwrap();
+    assert_eq!((reco.mem_per_node.get(&0), reco.mem_per_node.get(&3)), (None, Some(&(GIB_PAGES * 2 * 4096))));
     // ... and every scan after NUMA_MAPS_MAX_AGE_S.
-    let later = 3.0 + super::collect::NUMA_MAPS_MAX_AGE_S;
+    let later = 3.7 + super::collect::NUMA_MAPS_MAX_AGE_S;
     farm(&f, 300 + 6100);
     f.tick(6400, 3200);
     let (_, counts) = rig.scan(later).unwrap();
