@@ -13,13 +13,18 @@
 #                      to the CPUs of nodes 0-2 fill them
 #             uneven : three busy 320 MiB processes, the pages of two on
 #                      node 0, of one on node 1
-#   PLACER    none | autonuma | numad | numakit
+#   PLACER    none | autonuma | numad | numakit | numakit-autonuma
+#             (numakit-autonuma: the packaged configuration, autonuma =
+#             "place-cpus", beside kernel.numa_balancing=1)
 #   SECONDS   how long the placer runs at most (sampled every second)
 #
 # Environment: NK (numakit) and HOLD (nk-hold), required; LOC (nk-locality,
 # default beside HOLD); NUMAD (default numad); NUMAD_ARGS (default "-i 5");
 # NK_INTERVAL (numakit's interval_min_s and interval_max_s, default 5);
-# NK_DECIDE (TOML lines of numakit's [decide] table, default "min_age_s = 5");
+# NK_DECIDE (TOML lines of numakit's [decide] table, default "min_age_s = 5";
+# for numakit-autonuma they replace the packaged file's lines of those keys);
+# NK_PACKAGED (the packaged configuration, default contrib/numakit-daemon.toml);
+# NK_NICE (numakit-autonuma's nice value, default 10 as the packaged unit's);
 # SETTLE="M:N" ends the run early once the worst process's locality has been
 # at least M for N samples in a row (the CI test; the table runs full length).
 #
@@ -173,6 +178,12 @@ case ${SETTLE:-} in *:*) settle="--until-min ${SETTLE%%:*} --for ${SETTLE##*:}" 
 # shellcheck disable=SC2086
 sample --secs "$SECS" --cpu-of "@$W/placer.pid" $settle > "$W/samples.raw" &
 SAMPLER=$!
+# the placer only once the sampler has read its counters' baseline (its
+# start costs seconds here, and AutoNUMA moves pages from the sysctl write
+# on: they must all be counted)
+read -r now _ < /proc/uptime
+end=$(( ${now%.*} + 120 ))
+until [ -s "$W/samples.raw" ] || [ "${now%.*}" -ge "$end" ]; do sleep 0.1; read -r now _ < /proc/uptime; done
 T0=$(up)
 case $PLACER in
   none) ;;
@@ -205,11 +216,29 @@ EOF
     "$NK" daemon --config "$W/nk.toml" > "$W/numakit.out" 2>&1 &
     PLACER_PID=$!
     ;;
+  numakit-autonuma)
+    # The packaged configuration as it is, but for its paths (moved under
+    # $W) and the [decide] keys NK_DECIDE names; AutoNUMA on as a stock
+    # kernel has it, from the daemon's start.
+    mkdir -p "$W/state"
+    printf '%s\n' "${NK_DECIDE:-}" > "$W/decide"
+    awk -v w="$W" 'FNR == NR { if (split($0, kv, " = ") == 2) set[kv[1]] = $0; next }
+      /^state_dir = / { print "state_dir = \"" w "/state\""; next }
+      /^log = / { print "log = \"" w "/decisions.jsonl\""; next }
+      /^socket = / { print "socket = \"" w "/state/sock\""; next }
+      ($1 in set) { print set[$1]; delete set[$1]; next }
+      { print }' "$W/decide" "${NK_PACKAGED:-contrib/numakit-daemon.toml}" > "$W/nk.toml" || exit 2
+    echo 1 > /proc/sys/kernel/numa_balancing
+    # at the packaged unit's priority (contrib/systemd: Nice=10) unless
+    # NK_NICE says otherwise
+    nice -n "${NK_NICE:-10}" "$NK" daemon --config "$W/nk.toml" > "$W/numakit.out" 2>&1 &
+    PLACER_PID=$!
+    ;;
   *) echo "unknown placer $PLACER" >&2; kill $SAMPLER; cleanup; exit 2 ;;
 esac
-if [ "$PLACER" = numad ] || [ "$PLACER" = numakit ]; then
+if [ "$PLACER" = numad ] || [ "$PLACER" = numakit ] || [ "$PLACER" = numakit-autonuma ]; then
   if [ -z "$PLACER_PID" ] || ! [ -r "/proc/$PLACER_PID/stat" ]; then
-    echo "result $tag status=placer-failed"; sed 's/^/log /' "$W/$PLACER.out"; kill $SAMPLER; cleanup; exit 1
+    echo "result $tag status=placer-failed"; sed 's/^/log /' "$W/${PLACER%-autonuma}.out"; kill $SAMPLER; cleanup; exit 1
   fi
   echo "$PLACER_PID" > "$W/placer.pid"
   # the placer's own start (field 22, clock ticks of 1/100 s since boot)
@@ -259,8 +288,9 @@ for p in $PIDS; do
   AFF="$AFF$(awk '$1 == "Cpus_allowed_list:" { c = $2 } $1 == "Mems_allowed_list:" { m = $2 } END { printf "cpus=%s/mems=%s;", c, m }' "/proc/$p/status")"
 done
 NKSTAT=""
-if [ "$PLACER" = numakit ] && [ -r "$W/state/status.json" ]; then
-  NKSTAT=$(tr -d ' \n' < "$W/state/status.json" | grep -o '"\(scan_cpu_seconds_total\|pages_migrated_total\|scans\|reverts_total\)":[0-9.]*' | sed 's/"\([a-z_]*\)":/nk_\1=/' | tr '\n' ' ')
+if [ "${PLACER%-autonuma}" = numakit ] && [ -r "$W/state/status.json" ]; then
+  NKSTAT=$(tr -d ' \n' < "$W/state/status.json" | grep -o '"\(scan_cpu_seconds_total\|pages_migrated_total\|scans\|reverts_total\|binds_total\)":[0-9.]*' | sed 's/"\([a-z_]*\)":/nk_\1=/' | tr '\n' ' ')
+  NKSTAT="${NKSTAT}nk_cpus_only=$(tr -d ' \n' < "$W/state/status.json" | grep -c '"cpus_only":"') "
 fi
 
 # reached: the first sample from which the worst process stays >= 90 % for
@@ -296,7 +326,7 @@ awk -v tag="$tag" -v secs="$SECS" -v kernel="$(uname -r)" -v cap="$CAP" -v aff="
 phase logs
 case $PLACER in
   numad) grep -v '^$' /var/log/numad.log 2>/dev/null | sed 's/^/log /' | tail -n 80 ;;
-  numakit)
+  numakit*)
     { cat "$W/decisions.jsonl" 2>/dev/null; cat "$W/numakit.out"; } | sed 's/^/log /' | tail -n 60
     if [ -r "$W/state/status.json" ]; then tr -d '\n' < "$W/state/status.json" | sed 's/^/log status.json /; s/  */ /g'; echo; fi
     ;;

@@ -29,6 +29,9 @@
 //! rest). `t` is seconds since the start, `up` the system's uptime
 //! (`/proc/uptime`). A process that has gone is left out.
 //!
+//! Its first line, `begin up=UPTIME`, is printed once the counters'
+//! baseline is read (a harness starts the placer after it).
+//!
 //! It stops after `--secs`, when every process has gone, or (with
 //! `--until-min M --for N`) once `min` has been at least M in N samples in
 //! a row. Its last line, read at the last sample, says what the run cost:
@@ -247,6 +250,10 @@ fn main() {
     let vm0 = vmstat();
     let sys0: f64 = pids.iter().filter_map(|&p| cpu_times(p)).map(|c| c.1).sum();
     let mut out = std::io::stdout().lock();
+    // The counters' baseline is taken: a placer started after this line
+    // has every page it moves counted.
+    let _ = writeln!(out, "begin up={}", uptime());
+    let _ = out.flush();
     let (mut samples, mut in_a_row) = (0u32, 0u32);
     let mut sys_last = sys0;
     let stopped = loop {
