@@ -47,21 +47,24 @@ pub fn unified_root(sys: &SysRoot) -> &'static str {
 /// a job cgroup or slice that has one). `None` when no folder up to the
 /// root has the file.
 pub fn effective_cpus(sys: &SysRoot, path: &str) -> Result<Option<CpuSet>, SysError> {
-    let mut p = path.trim_end_matches('/');
-    loop {
-        if let Some(cpus) = effective_cpus_in(sys, &dir(if p.is_empty() { "/" } else { p }))? {
-            return Ok(Some(cpus));
-        }
-        if p.is_empty() {
-            return Ok(None);
-        }
-        p = &p[..p.rfind('/').unwrap_or(0)];
-    }
+    effective_cpus_in(sys, &dir(path))
 }
 
-/// [`effective_cpus`] of a cgroup folder given relative to the root.
+/// [`effective_cpus`] of a cgroup folder given relative to the root
+/// (`sys/fs/cgroup/…`, or a hybrid host's `sys/fs/cgroup/unified/…`): the
+/// walk up stops at `sys/fs/cgroup`, so a v1 hierarchy's folder (which has
+/// no such file) and a folder outside `/sys/fs/cgroup` are `None`.
 pub fn effective_cpus_in(sys: &SysRoot, folder: &str) -> Result<Option<CpuSet>, SysError> {
-    sys.read_list::<Cpu>(format!("{folder}/cpuset.cpus.effective"))
+    let mut f = folder.trim_end_matches('/');
+    loop {
+        if let Some(cpus) = sys.read_list::<Cpu>(format!("{f}/cpuset.cpus.effective"))? {
+            return Ok(Some(cpus));
+        }
+        match f.rfind('/') {
+            Some(i) if f.starts_with("sys/fs/cgroup/") => f = &f[..i],
+            _ => return Ok(None),
+        }
+    }
 }
 
 /// A cgroup's own `cpuset.cpus`, as written (empty: inherited).
@@ -142,8 +145,13 @@ mod tests {
         assert_eq!(effective_cpus(&sys, path).expect("read"), want);
         assert_eq!(effective_cpus(&sys, "/system.slice/").expect("read"), want);
         assert_eq!(effective_cpus(&sys, "/user.slice").expect("read"), Some(CpuSet::parse_list("0-7").expect("set")));
-        // The folder's own file, as before, where there is one.
-        assert_eq!(effective_cpus_in(&sys, &dir(path)).expect("read"), None);
+        // A folder given relative to the root walks the same way, up to
+        // /sys/fs/cgroup and never above it.
+        assert_eq!(effective_cpus_in(&sys, &dir(path)).expect("read"), want);
+        std::fs::write(d.path().join("sys/fs/cpuset.cpus.effective"), "0\n").expect("write");
+        std::fs::create_dir_all(d.path().join("sys/fs/other")).expect("mkdir");
+        assert_eq!(effective_cpus_in(&sys, "sys/fs/other").expect("read"), None, "outside /sys/fs/cgroup");
+        assert_eq!(effective_cpus_in(&sys, "sys/fs/cgroupx/a").expect("read"), None, "not below /sys/fs/cgroup");
         std::fs::remove_file(root.join("cpuset.cpus.effective")).expect("rm");
         assert_eq!(effective_cpus(&sys, "/user.slice").expect("read"), None, "no folder up to the root has one");
     }

@@ -517,8 +517,10 @@ pub struct JobReport {
     pub locality: Option<f64>,
     /// The union of the processes' threads' nodes (last CPU).
     pub cpus_nodes: NodeSet,
-    /// `cpuset.cpus.effective` of the cgroup (`None` without the cpuset
-    /// controller there).
+    /// `cpuset.cpus.effective` of the cgroup, or of its nearest ancestor
+    /// that has one where the cpuset controller is not enabled in it
+    /// ([`cgroup::effective_cpus_in`]; `None` when no folder up to
+    /// `/sys/fs/cgroup` has one).
     pub allowed_cpus: Option<CpuSet>,
     /// The nodes of `allowed_cpus`.
     pub allowed_nodes: Option<NodeSet>,
@@ -852,8 +854,40 @@ mod tests {
         let s = JobReport::collect(&sys, "/system.slice/slurmstepd.scope/job_42/step_0").expect("step");
         assert_eq!(s.slurm, Some(SlurmIds { job_id: 42, step: Some("0".into()) }));
         assert_eq!(s.processes.len(), 2);
-        assert_eq!((s.numa_stat.clone(), s.counters.memory_stat, s.allowed_cpus.clone()), (None, false, None));
+        assert_eq!((s.numa_stat.clone(), s.counters.memory_stat), (None, false));
+        assert_eq!(s.allowed_cpus.as_ref().map(|c| c.to_list()).as_deref(), Some("0-3"), "the job's, above it");
         assert_eq!(s.nodes.iter().map(|n| n.charged_anon_bytes).collect::<Vec<_>>(), vec![None, None]);
+    }
+
+    #[test]
+    fn a_cgroup_without_cpuset_files_has_its_nearest_ancestors_cpus() {
+        // cgroup v2 without the cpuset controller below the job (Slurm's
+        // step and task folders with proctrack/cgroup alone): the CPUs its
+        // tasks may use are the nearest ancestor's, as the daemon reads them.
+        let d = tempfile::tempdir().expect("tmp");
+        fake(d.path());
+        write(d.path(), "sys/fs/cgroup/cpuset.cpus.effective", "0-3\n");
+        write(d.path(), &format!("{JOB}/cpuset.cpus.effective"), "2-3\n");
+        let sys = SysRoot::at(d.path());
+        let task = "/system.slice/slurmstepd.scope/job_42/step_0/user/task_0";
+        for path in [task, "/system.slice/slurmstepd.scope/job_42/step_0"] {
+            let r = JobReport::collect(&sys, path).expect("collect");
+            assert_eq!(r.allowed_cpus.as_ref().map(|c| c.to_list()).as_deref(), Some("2-3"), "{path}");
+            assert_eq!(r.allowed_nodes.as_ref().map(|n| n.to_list()).as_deref(), Some("1"), "{path}");
+        }
+        // No job file: the root's.
+        std::fs::remove_file(d.path().join(JOB).join("cpuset.cpus.effective")).expect("rm");
+        let r = JobReport::collect(&sys, task).expect("collect");
+        assert_eq!(r.allowed_cpus.as_ref().map(|c| c.to_list()).as_deref(), Some("0-3"));
+        // None up to the root: unknown, as before.
+        std::fs::remove_file(d.path().join("sys/fs/cgroup/cpuset.cpus.effective")).expect("rm");
+        let r = JobReport::collect(&sys, task).expect("collect");
+        assert_eq!((r.allowed_cpus, r.allowed_nodes), (None, None));
+        // A v1 memory hierarchy's folder has no cpuset files anywhere above it.
+        write(d.path(), "sys/fs/cgroup/memory/cgroup.procs", "1\n");
+        write(d.path(), "sys/fs/cgroup/memory/slurm/job_5/cgroup.procs", "");
+        let r = JobReport::collect(&sys, "/sys/fs/cgroup/memory/slurm/job_5").expect("v1");
+        assert_eq!(r.allowed_cpus, None);
     }
 
     #[test]
