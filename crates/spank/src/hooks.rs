@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use numakit::act;
 use numakit::batch::ledger::Ledger;
 use numakit::batch::mode::MODE_NAMES;
-use numakit::batch::{self, JobMode, Placed, Site, TaskInfo};
+use numakit::batch::{self, JobMode, JobStep, Placed, Site, TaskInfo};
 use numakit::place::MemMode;
 use numakit::procs::cgroup;
 use numakit::sets::CpuSet;
@@ -211,6 +211,12 @@ impl Ids {
     fn label(&self) -> String {
         format!("slurm job {} task {}", self.step(), self.task)
     }
+
+    /// The job and step for the ledger (`slurm job 5`, `slurm job 5.batch`):
+    /// a job's steps on this host are placed where its other steps are.
+    fn job_step(&self) -> JobStep {
+        JobStep { job: format!("slurm job {}", self.job), step: format!("slurm job {}", self.step()) }
+    }
 }
 
 /// The job's own cgroup (v2) for the daemon to exclude: the calling task's
@@ -236,7 +242,7 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     // does not track memory), shared by its tasks here.
     let step_mib = ffi::get_u64(spank, Item::StepAllocMem).unwrap_or(0);
     let mem_bytes = step_mib.saturating_mul(1 << 20) / u64::from(tasks_here.max(1));
-    let task = TaskInfo { label: who.clone(), cpus, mem_bytes, reserve: CpuSet::new() };
+    let task = TaskInfo { label: who.clone(), cpus, mem_bytes, reserve: CpuSet::new(), job_step: Some(ids.job_step()) };
     let site = site();
     let cgroup = if mode == JobMode::None { job_cgroup(ids.job) } else { None };
     let started = std::time::Instant::now();

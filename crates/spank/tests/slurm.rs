@@ -163,6 +163,27 @@ fn site_arguments_and_node_lists() {
     let out = run(&slurm, &["salloc", "--numa=interleave", "srun", "sh", "-c", "echo step=$NUMAKIT_NUMA"]);
     assert!(out.success() && out.stdout == "step=interleave\n", "salloc --numa=interleave's step: {out:?}");
 
+    // An auto batch job's steps go where its batch step is. Here the batch
+    // step holds every CPU of this host in the ledger; its srun step is
+    // placed inside them (it used to count that claim as another job's,
+    // find no idle CPU and fail the step: "keep it pending").
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");
+    let all = numakit::sets::CpuSet::parse_list(online.trim()).expect("a CPU list").len().to_string();
+    let script = "echo batch=$NUMAKIT_NUMA_PLACED; srun sh -c 'echo step=$NUMAKIT_NUMA_PLACED'";
+    let out = run(&slurm, &["sbatch", "--wait", "--numa=auto", "-c", &all, "-o", "auto.out", "--wrap", script]);
+    let written = std::fs::read_to_string(slurm.workdir().join("auto.out")).unwrap_or_default();
+    assert!(out.success(), "{out:?}\n{written}\n{}", slurm.logs());
+    let placed: Vec<&str> = written.lines().filter_map(|l| l.split_once('=').map(|x| x.1)).collect();
+    assert!(
+        written.lines().count() == 2 && placed.len() == 2 && placed[0] == placed[1] && placed[0].starts_with("cpus "),
+        "the batch step and its step placed alike: {written:?}"
+    );
+    assert!(
+        slurm.log("slurmd").contains("where its job's other steps are placed here"),
+        "the step's reason: {}",
+        slurm.logs()
+    );
+
     // A list that reads well but that this host cannot give fails at the step's start.
     assert_refused(&slurm, &["srun", "--numa=nodes:7", "/bin/true"], "nodes:7", "node 7");
 

@@ -133,7 +133,7 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
         Some(s) => parse_size(s)?,
         None => batch::env::slurm_task_mem(&|k| std::env::var(k).ok(), cpus, 1).unwrap_or(0),
     };
-    let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve };
+    let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve, job_step: None };
     let site = Site {
         socket: socket.to_path_buf(),
         ledger: args.ledger.clone(),
@@ -143,7 +143,7 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
     let ledger = Ledger::new(&site.ledger);
     let end = Instant::now() + wait;
     let (prepared, d) = loop {
-        let prepared = batch::prepare(sys, &site, &ledger).map_err(|e| Failure::system(e.to_string()))?;
+        let prepared = batch::prepare(sys, &site, &ledger, None).map_err(|e| Failure::system(e.to_string()))?;
         match batch::decide_task(&prepared.topo, &JobMode::Auto, &prepared.given, &prepared.loads, &task) {
             Ok(d) => break (prepared, d),
             Err(JobError::NoFit(why)) => {
@@ -178,6 +178,6 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
         return Ok(0);
     }
     exclude(sys, args, socket)?;
-    batch::commit(sys, prepared, &d, "run --auto").map_err(|e| Failure::system(e.to_string()))?;
+    batch::commit(sys, prepared, &d, "run --auto", None).map_err(|e| Failure::system(e.to_string()))?;
     exec(&args.command)
 }

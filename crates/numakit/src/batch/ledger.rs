@@ -47,6 +47,24 @@ pub struct Claim {
     pub mem_bytes: u64,
 }
 
+/// The batch job and step a placement belongs to. A job's placements on
+/// the host are its own to the job's other steps: not a load they compete
+/// with, but where the job is (see [`super::task::prepare`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStep {
+    /// The job (`slurm job 42`).
+    pub job: String,
+    /// The step (`slurm job 42.batch`, `slurm job 42.0`).
+    pub step: String,
+}
+
+impl JobStep {
+    /// Whether `other` is another step of the same job.
+    pub fn is_sibling_step(&self, other: &JobStep) -> bool {
+        self.job == other.job && self.step != other.step
+    }
+}
+
 /// One placed process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -61,6 +79,10 @@ pub struct Entry {
     pub claims: Vec<Claim>,
     /// When it was placed, seconds since the epoch.
     pub placed_unix: u64,
+    /// The batch job and step it belongs to (absent: a job of its own,
+    /// as `run --auto` and entries written before the field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_step: Option<JobStep>,
 }
 
 /// A record that cannot be used, in one line.
@@ -228,6 +250,7 @@ mod tests {
             job: "test".into(),
             claims: vec![Claim { node: 1, cpus: 2, mem_bytes: 1 << 30 }],
             placed_unix: 1,
+            job_step: None,
         }
     }
 
@@ -269,6 +292,22 @@ mod tests {
         fs::write(d.path().join("8.json"), serde_json::to_vec(&entry(8, 1)).unwrap()).unwrap();
         assert_eq!(l.read_all().unwrap(), vec![entry(8, 1)]);
         assert!(Ledger::new(d.path().join("missing")).read_all().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_entry_without_its_job_step_reads_and_one_with_it_round_trips() {
+        let old = r#"{"pid":8,"start_ticks":1,"job":"run --auto","claims":[],"placed_unix":1}"#;
+        let e: Entry = serde_json::from_str(old).unwrap();
+        assert_eq!(e.job_step, None);
+        assert_eq!(serde_json::to_string(&e).unwrap(), old, "no field written for None");
+        let step = JobStep { job: "slurm job 4".into(), step: "slurm job 4.batch".into() };
+        let with = Entry { job_step: Some(step.clone()), ..e };
+        let back: Entry = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back, with);
+        let other = |job: &str, s: &str| JobStep { job: job.into(), step: s.into() };
+        assert!(step.is_sibling_step(&other("slurm job 4", "slurm job 4.0")));
+        assert!(!step.is_sibling_step(&other("slurm job 4", "slurm job 4.batch")), "the same step");
+        assert!(!step.is_sibling_step(&other("slurm job 5", "slurm job 5.0")), "another job");
     }
 
     #[test]

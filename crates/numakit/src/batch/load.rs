@@ -187,6 +187,7 @@ mod tests {
                 Claim { node: 1, cpus: 1, mem_bytes: 1 << 30 },
             ],
             placed_unix: 0,
+            job_step: None,
         };
         let c = claims_of(&sys, &[e]);
         // 4 GiB asked, 1 GiB resident: 3 GiB left, 3:1 over the nodes.

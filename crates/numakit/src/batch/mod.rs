@@ -16,7 +16,9 @@ pub mod load;
 pub mod mode;
 pub mod task;
 
+pub use ledger::JobStep;
 pub use mode::{JobMode, Site};
 pub use task::{
-    commit, decide_task, exclude_from_daemon, place_task, prepare, JobError, Placed, Prepared, TaskDecision, TaskInfo,
+    commit, decide_task, exclude_from_daemon, place_task, prepare, within_job, JobError, Placed, Prepared,
+    TaskDecision, TaskInfo,
 };

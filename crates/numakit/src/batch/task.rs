@@ -12,10 +12,16 @@
 //! within them, all of them counted as the job's own; when it is the whole
 //! machine (`task/none`, HTCondor's default), `auto` chooses among all
 //! nodes from their load and the ledger.
+//!
+//! The steps of one job place themselves where the job already is: the
+//! live placements of the job's other steps on this host (a Slurm batch
+//! step, which holds the job's CPUs while its script runs `srun`) are not
+//! load a step competes with, and an unbound `auto` step is placed inside
+//! the nodes they hold ([`within_job`]), as a binding would place it.
 
 use std::time::Duration;
 
-use super::ledger::{Claim, Entry, Ledger, Locked, LOCK_WAIT};
+use super::ledger::{Claim, Entry, JobStep, Ledger, Locked, LOCK_WAIT};
 use super::load::{self, LoadSource};
 use super::mode::{JobMode, Site};
 use crate::act;
@@ -38,6 +44,8 @@ pub struct TaskInfo {
     pub mem_bytes: u64,
     /// CPUs never given to it (kept for the system).
     pub reserve: CpuSet,
+    /// The batch job and step it belongs to (`None`: a job of its own).
+    pub job_step: Option<JobStep>,
 }
 
 /// A job that cannot be placed as asked: the job fails with this line.
@@ -101,9 +109,7 @@ pub fn decide_task(
         )));
     }
     let given_nodes = topo.nodes_of_cpus(&given);
-    // Bound: narrower than every CPU of the machine (an affinity, or a
-    // cpuset, which is also what the topology's allowed set was read from).
-    let bound = given != topo.cpus_of_nodes(&topo.node_ids());
+    let bound = is_bound(topo, &given);
     let none =
         |reason: String| TaskDecision { rule: None, plan: None, nodes: NodeSet::new(), reason, claims: Vec::new() };
     match mode {
@@ -197,6 +203,27 @@ pub fn decide_task(
     }
 }
 
+/// Whether `given` is narrower than every CPU of the machine: an affinity
+/// or a cpuset the batch system set (the cpuset is also what the
+/// topology's allowed set was read from).
+fn is_bound(topo: &Topology, given: &CpuSet) -> bool {
+    given.intersection(&topo.allowed.cpus) != topo.cpus_of_nodes(&topo.node_ids())
+}
+
+/// The CPUs an `auto` task of a job that is already placed on this host
+/// chooses from: those of `given` on the nodes the job's other steps hold
+/// (`job_cpus`, [`Prepared::job_cpus`]), when the batch system did not
+/// bind the task (a binding is the batch system's own word on where the
+/// step runs) and they are enough for its `cpus`. `None`: choose as
+/// without them.
+pub fn within_job(topo: &Topology, given: &CpuSet, job_cpus: &CpuSet, cpus: u32) -> Option<CpuSet> {
+    if job_cpus.is_empty() || is_bound(topo, given) {
+        return None;
+    }
+    let inside = given.intersection(job_cpus).intersection(&topo.allowed.cpus);
+    (inside.len() >= cpus.max(1) as usize).then_some(inside)
+}
+
 /// The ledger's claims of a task on `nodes`: its CPUs and memory spread
 /// evenly (the remainder on the first nodes).
 fn spread_claims(topo: &Topology, nodes: &NodeSet, task: &TaskInfo) -> Vec<Claim> {
@@ -226,6 +253,10 @@ pub struct Prepared<'a> {
     pub loads: Vec<NodeLoad>,
     /// Whose view of the load it is ([`load::HostLoad::source`]).
     pub source: String,
+    /// The CPUs of the nodes where the job's other steps hold live
+    /// placements on this host (empty: none, or no job given). Their
+    /// claims are not in `loads`: they are the job's own.
+    pub job_cpus: CpuSet,
     /// What the caller should show although the task can be placed.
     pub warnings: Vec<String>,
     lock: Option<Locked<'a>>,
@@ -234,9 +265,17 @@ pub struct Prepared<'a> {
 /// Reads what a placement of the calling process needs: the machine, its
 /// CPUs, the nodes' loads (the daemon's view at `site.socket`, else as
 /// `site.sample` says) and, on the live system, the placements in
-/// `ledger` (locked until the result is dropped or committed). A ledger
-/// that cannot be used costs only the coordination: a warning.
-pub fn prepare<'a>(sys: &SysRoot, site: &Site, ledger: &'a Ledger) -> Result<Prepared<'a>, JobError> {
+/// `ledger` (locked until the result is dropped or committed). The
+/// placements of `job_step`'s other steps are set apart as the job's own
+/// ([`Prepared::job_cpus`]); those of its own step (its sibling tasks)
+/// count as every other job's do. A ledger that cannot be used costs only
+/// the coordination: a warning.
+pub fn prepare<'a>(
+    sys: &SysRoot,
+    site: &Site,
+    ledger: &'a Ledger,
+    job_step: Option<&JobStep>,
+) -> Result<Prepared<'a>, JobError> {
     let sys_err = |e: String| JobError::System(e);
     let topo = Topology::read_nodes_only(sys).map_err(|e| sys_err(e.to_string()))?;
     let mut warnings = Vec::new();
@@ -260,6 +299,11 @@ pub fn prepare<'a>(sys: &SysRoot, site: &Site, ledger: &'a Ledger) -> Result<Pre
         }),
         None => Vec::new(),
     };
+    let (own, entries): (Vec<Entry>, Vec<Entry>) = entries
+        .into_iter()
+        .partition(|e| matches!((job_step, &e.job_step), (Some(mine), Some(theirs)) if mine.is_sibling_step(theirs)));
+    let job_nodes: NodeSet = own.iter().flat_map(|e| e.claims.iter().map(|c| c.node)).collect();
+    let job_cpus = topo.cpus_of_nodes(&job_nodes);
     let host = load::current(sys, &topo, &LoadSource { daemon: Some(&site.socket), sample: site.sample })
         .map_err(|e| sys_err(e.to_string()))?;
     warnings.extend(host.warning);
@@ -268,18 +312,19 @@ pub fn prepare<'a>(sys: &SysRoot, site: &Site, ledger: &'a Ledger) -> Result<Pre
     for l in &mut loads {
         l.idle_cpus = l.idle_cpus.difference(&host.reserved);
     }
-    Ok(Prepared { topo, given, loads, source: host.source, warnings, lock })
+    Ok(Prepared { topo, given, loads, source: host.source, job_cpus, warnings, lock })
 }
 
 /// Records `decision` in the ledger (when it claims anything and the
-/// ledger is held) as the calling process's placement, then applies it
-/// to the calling process. If applying fails the record is taken back.
-/// Returns the warnings to show.
+/// ledger is held) as the calling process's placement, of `job_step` when
+/// given, then applies it to the calling process. If applying fails the
+/// record is taken back. Returns the warnings to show.
 pub fn commit(
     sys: &SysRoot,
     prepared: Prepared<'_>,
     decision: &TaskDecision,
     label: &str,
+    job_step: Option<&JobStep>,
 ) -> Result<Vec<String>, JobError> {
     let mut warnings = prepared.warnings;
     let pid = std::process::id() as i32;
@@ -293,6 +338,7 @@ pub fn commit(
                     job: label.to_string(),
                     claims: decision.claims.clone(),
                     placed_unix: crate::units::unix_now() as u64,
+                    job_step: job_step.cloned(),
                 };
                 match l.record(&e) {
                     Ok(()) => recorded = Some(l),
@@ -314,8 +360,10 @@ pub fn commit(
 }
 
 /// Places the calling process, a task of a batch job, as `mode` asks
-/// ([`prepare`], [`decide_task`], [`commit`]); `none` registers the
-/// process and `cgroup` with the daemon instead ([`exclude_from_daemon`]).
+/// ([`prepare`], [`decide_task`], [`commit`]); an unbound `auto` task of a
+/// job whose other steps are placed on this host is placed among their
+/// nodes ([`within_job`]); `none` registers the process and `cgroup` with
+/// the daemon instead ([`exclude_from_daemon`]).
 pub fn place_task(
     sys: &SysRoot,
     site: &Site,
@@ -329,9 +377,18 @@ pub fn place_task(
         return Ok(Placed { decision, warning });
     }
     let ledger = Ledger::new(&site.ledger);
-    let prepared = prepare(sys, site, &ledger)?;
-    let decision = decide_task(&prepared.topo, mode, &prepared.given, &prepared.loads, task)?;
-    let warnings = commit(sys, prepared, &decision, &task.label)?;
+    let prepared = prepare(sys, site, &ledger, task.job_step.as_ref())?;
+    let inside = match mode {
+        JobMode::Auto => within_job(&prepared.topo, &prepared.given, &prepared.job_cpus, task.cpus),
+        _ => None,
+    };
+    let given = inside.as_ref().unwrap_or(&prepared.given);
+    let mut decision = decide_task(&prepared.topo, mode, given, &prepared.loads, task)?;
+    if let Some(c) = &inside {
+        decision.reason =
+            format!("{} (CPUs {}: where its job's other steps are placed here)", decision.reason, c.to_list());
+    }
+    let warnings = commit(sys, prepared, &decision, &task.label, task.job_step.as_ref())?;
     Ok(Placed { decision, warning: (!warnings.is_empty()).then(|| warnings.join("; ")) })
 }
 

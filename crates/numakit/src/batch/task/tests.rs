@@ -13,7 +13,7 @@ fn topo4() -> Topology {
 }
 
 fn task(cpus: u32) -> TaskInfo {
-    TaskInfo { label: "slurm job 1.0 task 0".into(), cpus, mem_bytes: 0, reserve: CpuSet::new() }
+    TaskInfo { label: "slurm job 1.0 task 0".into(), cpus, mem_bytes: 0, reserve: CpuSet::new(), job_step: None }
 }
 
 fn cpus(list: &str) -> CpuSet {
@@ -194,4 +194,65 @@ fn a_daemon_that_does_not_answer_in_time_is_a_warning() {
     let warning = exclude_waiting(&socket, 42, None, Duration::from_millis(200)).expect("a warning");
     assert!(warning.starts_with("the daemon did not exclude the job: "), "{warning}");
     drop(daemon);
+}
+
+#[test]
+fn an_unbound_auto_step_goes_where_its_job_is() {
+    let t = topo4();
+    let all = t.allowed.cpus.clone();
+    // The job's batch step holds node 1 (CPUs 1 and 5).
+    let job = cpus("1,5");
+    assert_eq!(within_job(&t, &all, &job, 2), Some(cpus("1,5")));
+    assert_eq!(within_job(&t, &all, &job, 1), Some(cpus("1,5")));
+    // More CPUs than the job holds here, no placement of the job, or a
+    // binding the batch system made: chosen as without them.
+    assert_eq!(within_job(&t, &all, &job, 3), None);
+    assert_eq!(within_job(&t, &all, &CpuSet::new(), 1), None);
+    assert_eq!(within_job(&t, &cpus("0-1,4-5"), &job, 1), None, "Slurm's binding is the step's place");
+    // Inside the job's CPUs, every one counts as the job's although the
+    // ledger shows node 1 full (the batch step's claim, were it counted).
+    let mut loads = auto::loads_of(&t, &all);
+    loads[1].idle_cpus = CpuSet::new();
+    let inside = within_job(&t, &all, &job, 2).unwrap();
+    let d = decide_task(&t, &JobMode::Auto, &inside, &loads, &task(2)).unwrap();
+    assert_eq!((d.nodes.to_list(), d.plan.unwrap().cpus.unwrap()), ("1".to_string(), cpus("1,5")));
+}
+
+#[test]
+fn the_jobs_other_steps_are_its_own_and_its_sibling_tasks_count() {
+    use crate::batch::ledger::{Claim, Entry, JobStep};
+    // The live system (prepare reads the ledger only there): node 0, which
+    // every Linux host has, claimed whole by this test's own process as
+    // job 7's batch step.
+    let sys = SysRoot::live();
+    let topo = Topology::read_nodes_only(&sys).unwrap();
+    let node0 = topo.node(0).unwrap().cpus.intersection(&topo.allowed.cpus);
+    let d = tempfile::tempdir().unwrap();
+    let site = Site { socket: d.path().join("no-daemon.sock"), ledger: d.path().join("jobs"), ..Site::default() };
+    let ledger = Ledger::new(&site.ledger);
+    let step = |job: u32, s: &str| JobStep { job: format!("slurm job {job}"), step: format!("slurm job {job}.{s}") };
+    let me = std::process::id() as i32;
+    let start_ticks = crate::procs::read_proc_stat(&sys, me).unwrap().unwrap().start_ticks;
+    ledger
+        .lock(LOCK_WAIT)
+        .unwrap()
+        .record(&Entry {
+            pid: me,
+            start_ticks,
+            job: "slurm job 7.batch task 0".into(),
+            claims: vec![Claim { node: 0, cpus: node0.len() as u32, mem_bytes: 0 }],
+            placed_unix: 0,
+            job_step: Some(step(7, "batch")),
+        })
+        .unwrap();
+    let idle0 = |p: &Prepared<'_>| p.loads.iter().find(|l| l.node == 0).unwrap().idle_cpus.len();
+    // Job 7's step 0: the batch step's node is the job's, not a load.
+    let p = prepare(&sys, &site, &ledger, Some(&step(7, "0"))).unwrap();
+    assert_eq!((p.job_cpus.clone(), idle0(&p)), (topo.cpus_of_nodes(&NodeSet::parse_list("0").unwrap()), node0.len()));
+    drop(p);
+    // Another job, the batch step's own tasks, and a job of its own: a claim like any.
+    for other in [Some(step(8, "0")), Some(step(7, "batch")), None] {
+        let p = prepare(&sys, &site, &ledger, other.as_ref()).unwrap();
+        assert_eq!((p.job_cpus.is_empty(), idle0(&p)), (true, 0), "{other:?}");
+    }
 }
