@@ -140,19 +140,22 @@ srun --numa=none sh -c "$H --mib 64 --first-touch-node 0 --loop; echo job_end" >
 SP=$!
 sh -c "echo \$\$ > /sys/fs/cgroup/twin/cgroup.procs; exec $H --mib 64 --first-touch-node 0 --loop" > /tmp/c_twin.out 2>&1 &
 TP=$!
-J=$(ready /tmp/c_job.out | cut -d' ' -f1); T=$(ready /tmp/c_twin.out | cut -d' ' -f1)
+set -- $(ready /tmp/c_job.out); J=$1; JA=$2; T=$(ready /tmp/c_twin.out | cut -d' ' -f1)
+# own J: the pages per node of the job's held memory (its shared files' pages are
+# the twin's too: the same nk-hold and libc, which the twin's migration may move).
+own() { mapping $J $JA | grep -o 'N[0-9]*=[0-9]*' | tr '\n' ' '; }
 echo "c_pids job=$J task=$(ps -o ppid= -p $J | tr -d ' ') twin=$T"
 cg=$(sed -n 's|^0::||p' /proc/$J/cgroup)
 echo "c_cgroup $cg"
 echo "c_cpuset $(cat /sys/fs/cgroup$cg/cpuset.cpus.effective 2>&1) $(cat /sys/fs/cgroup$cg/../cgroup.subtree_control)"
-echo "c_before job=$(cpus $J) $(nodemem $J) twin=$(cpus $T) $(nodemem $T)"
+echo "c_before job=$(cpus $J) $(own) twin=$(cpus $T) $(nodemem $T)"
 s0=$(scans); echo "c_start $(now) scans=$s0"
 for i in $(seq 300); do
   n=$(scans); l=$(loc $T); echo "c_t $(now) scans=$n job=$(loc $J) twin=$l"
   [ $n -ge $((s0 + 3)) ] && awk "BEGIN { exit !($l >= 0.9) }" && break; sleep 1
 done
 echo "c_during $(st)"
-echo "c_after job=$(cpus $J) $(nodemem $J) twin=$(cpus $T) $(nodemem $T)"
+echo "c_after job=$(cpus $J) $(own) twin=$(cpus $T) $(nodemem $T)"
 kill $J $T; wait $SP $TP
 sed 's/^/c_job_out /' /tmp/c_job.out
 s1=$(scans); for i in $(seq 200); do [ $(scans) -ge $((s1 + 2)) ] && break; sleep 0.5; done
