@@ -3,11 +3,22 @@
 //! configurations one after the other, each started and torn down by
 //! `nk-slurm` (crates/testprogs, on `numakit_testbed::slurm`):
 //!
-//! 1. `task/none`, `proctrack/cgroup` (cgroup v2):
+//! 1. `task/none`, `proctrack/cgroup` (cgroup v2, the cpuset controller
+//!    enabled down to `system.slice`, not in Slurm's folders):
 //!    - a. two `srun --numa=auto -c2` jobs started together end on disjoint
 //!      nodes, each with its CPUs on its node and >= 99% of its pages there;
 //!    - e. the step's report (`report=DIR`) equals the step's tasks'
-//!      memory per node as numa_maps shows it, and names the job's node;
+//!      memory per node as numa_maps shows it, and names the job's node; its
+//!      allowed CPUs are those of the nearest folder above the step's that
+//!      has a cpuset file (Slurm's step, user and task folders have none);
+//!    - f. `sbatch --numa=auto -c2`, submitted by a user that is not root
+//!      (`nkuser`, made in the guest): the batch step and an `srun -c2`
+//!      step it starts end on one node, the same, CPUs and >= 99% of pages;
+//!    - h. the same job's `--numa-report=FILE`: a file per step in the
+//!      user's folder, owned by the user; step 0's memory per node is what
+//!      numa_maps showed for the step's tasks (and the site's JSON line for
+//!      the step has it exactly);
+//!    - g. `salloc --numa=nodes:2 -c2 srun ...` (beside f): the step on node 2;
 //!    - d. `--numa=bogus` and `--numa=nodes:7` fail the job naming the value;
 //!    - c. with `numakit daemon` running, a `--numa=none` job whose memory sits
 //!      on a node it cannot run on is never touched while an identical
@@ -32,6 +43,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use numakit::units::human_bytes;
 use numakit_testbed::{require_vm, RunSpec, Topology, Vm};
 use serde_json::Value;
 
@@ -73,6 +85,7 @@ const HEAD: &str = "cat > /tmp/nk.sh <<'NKLIB'\n@LIB@NKLIB\n. /tmp/nk.sh\n";
 /// The guest's set-up, and slurmd's view of the guest's CPUs.
 const SETUP: &str = r#"
 slurm_guest nkvm || exit 1
+guest_user nkuser 4242 || exit 1
 # cpuset and memory for the cgroups Slurm and the checks make.
 echo '+cpuset +memory' > /sys/fs/cgroup/cgroup.subtree_control
 sysctl -qw kernel.numa_balancing=0
@@ -82,7 +95,7 @@ slurmd -C | head -1
 dmesg | grep -iE 'tsc|clocksource' | sed 's/^/clock /'
 "#;
 
-/// Configuration 1 (task/none, proctrack/cgroup): checks a, e, d and c.
+/// Configuration 1 (task/none, proctrack/cgroup): checks a, e, f and h, g, d and c.
 const PLAIN: &str = r#"
 cat > /tmp/plain.sh <<'NKEND'
 echo "slurm_up $(now)"
@@ -96,6 +109,9 @@ for i in 1 2; do
   cg=$(sed -n 's|^0::||p' /proc/$1/cgroup | sed 's|/user/.*|/user|')
   echo "cg$i $cg"
   for p in $(find /sys/fs/cgroup$cg -name cgroup.procs -exec cat {} +); do echo "step$i $p $(nodemem $p)"; done
+  # The task's own folder has no cpuset file here: the report walks up to system.slice's.
+  t=$(sed -n 's|^0::||p' /proc/$1/cgroup)
+  echo "cpuset$i own=$(ls /sys/fs/cgroup$t/cpuset.cpus.effective 2>/dev/null | wc -l) slice=$(cat /sys/fs/cgroup/system.slice/cpuset.cpus.effective)"
 done
 sleep 3
 for i in 1 2; do kill $(ready /tmp/a$i.out | cut -d' ' -f1); done
@@ -105,6 +121,34 @@ echo "a_done $(now)"
 for i in $(seq 3000); do [ $(cat /tmp/reports/numakit-steps.jsonl 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.1; done
 sed 's/^/report /' /tmp/reports/numakit-steps.jsonl
 grep -h 'numakit: slurm job [0-9]*.0 task 0: auto' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /placed /'
+echo "e_done $(now)"
+# g. salloc --numa=nodes:2 and a step in the allocation (beside f and h; read after them).
+salloc --numa=nodes:2 -c2 srun $H --mib 32 > /tmp/g.out 2>&1 &
+GP=$!
+# f, h. sbatch --numa=auto --numa-report=FILE as nkuser (not root), from a folder only nkuser may
+# write: the batch step (its script's nk-hold) and an srun step the script starts.
+printf '#!/bin/sh\n%s --mib 32 > f_batch.out &\nsrun -n1 -c2 %s --mib 32 > f_step.out &\nwait\n' $H $H > /tmp/f.sh
+FJ=$(cd /tmp/nkuser && setpriv --reuid=4242 --regid=4242 --init-groups \
+  sbatch --parsable --numa=auto --numa-report=numa-%j.%s.txt -c2 -o f.out /tmp/f.sh | cut -d';' -f1)
+echo "f_job $FJ"
+for w in batch step; do
+  set -- $(ready /tmp/nkuser/f_$w.out); echo "f_$w pid=$1 uid=$(stat -c %u /proc/$1) cpus=$(cpus $1) map=$(mapping $1 $2)"
+done
+# h. the step's processes' memory per node now (the report samples every second).
+cg=$(sed -n 's|^0::||p' /proc/$1/cgroup | sed 's|/user/.*|/user|'); echo "h_cg $cg"
+for p in $(find /sys/fs/cgroup$cg -name cgroup.procs -exec cat {} +); do echo "h_step $p $(nodemem $p)"; done
+sleep 2
+kill $(ready /tmp/nkuser/f_batch.out | cut -d' ' -f1) $(ready /tmp/nkuser/f_step.out | cut -d' ' -f1)
+# The batch step's report file comes last: the job is done.
+for i in $(seq 3000); do [ -e /tmp/nkuser/numa-$FJ.batch.txt ] && break; sleep 0.1; done
+grep "\"cgroup\":\"$cg\"" /tmp/reports/numakit-steps.jsonl | sed 's/^/h_json /'
+for f in /tmp/nkuser/numa-*; do echo "h_file $(basename $f) $(stat -c '%u:%g %a' $f)"; done
+sed 's/^/h_report /' /tmp/nkuser/numa-$FJ.0.txt
+sed 's/^/f_out /' /tmp/nkuser/f.out
+grep -h "numakit: slurm job $FJ\.[0-9a-z]* task 0: " $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /f_log /'
+set -- $(ready /tmp/g.out); echo "g pid=$1 cpus=$(cpus $1) map=$(mapping $1 $2)"; kill $1; wait $GP
+sed 's/^/g_out /' /tmp/g.out
+echo "fgh_done $(now)"
 # d. bad values.
 srun --numa=bogus true 2> /tmp/d1; echo "bogus_rc $?"; sed 's/^/bogus_err /' /tmp/d1
 srun --numa=nodes:7 true 2> /tmp/d2; echo "nodes7_rc $?"; sed 's/^/nodes7_err /' /tmp/d2
@@ -362,7 +406,88 @@ fn spank_plugin_in_four_nodes() {
             r["cpus_nodes"].as_array().into_iter().flatten().filter_map(|n| n.as_u64()).map(|n| n as u32).collect();
         assert_eq!(ran, node, "e. the report's nodes of the job's CPUs: {r}");
         assert!(said.values().sum::<u64>() >= 64 * 256, "e. the job's 64 MiB in the report: {r}");
+        // The step's folders have no cpuset file: the CPUs of system.slice, where Slurm's scope is.
+        let l = field(o, &format!("cpuset{i}"));
+        assert!(l.starts_with("own=0 "), "e. set-up: the task's folder has no cpuset file: {l}");
+        assert_eq!(r["allowed_cpus"].as_str(), l.split_once("slice=").map(|x| x.1), "e. the nearest cpuset: {r}");
+        assert_eq!(r["allowed_nodes"], serde_json::json!([0, 1, 2, 3]), "e. {r}");
     }
+
+    // f. sbatch --numa=auto (as nkuser): the batch step and its srun step on one node, the same.
+    let job = field(o, "f_job");
+    let (b, st) = (field(o, "f_batch"), field(o, "f_step"));
+    assert!(word(b, "uid") == "4242" && word(st, "uid") == "4242", "f. the job ran as nkuser: {}", ctx());
+    let cpus = cpu_list(word(b, "cpus"));
+    let node = nodes_of(&cpus);
+    assert_eq!(node.len(), 1, "f. the batch step's CPUs on one node: {b}: {}", ctx());
+    let x = *node.iter().next().unwrap_or(&9);
+    assert_eq!(cpus, BTreeSet::from([x, x + 4]), "f. both CPUs of node {x}: {b}");
+    assert_eq!(cpu_list(word(st, "cpus")), cpus, "f. the srun step where its batch step is: {b} / {st}: {}", ctx());
+    for l in [b, st] {
+        let map = pages(l.split_once("map=").map_or("", |m| m.1));
+        assert_eq!(map.values().sum::<u64>(), 32 * 256, "f. {l}");
+        assert!(mostly_on(&map, &node), "f. >= 99% of the pages on node {x}: {l}: {}", ctx());
+    }
+    let logs = lines(o, "f_log");
+    let told = format!("auto: cpus {x},{}, memory bind {x} ", x + 4);
+    assert!(
+        logs.iter().any(|l| l.starts_with(&format!("slurm job {job}.batch task 0: {told}"))),
+        "f. the batch step placed by the plugin: {}",
+        ctx()
+    );
+    assert!(
+        logs.iter().any(|l| l.starts_with(&format!("slurm job {job}.0 task 0: {told}"))
+            && l.contains("where its job's other steps are placed here")),
+        "f. the step placed inside its job's placement: {}",
+        ctx()
+    );
+
+    // g. salloc --numa=nodes:2, a step in the allocation.
+    let g = field(o, "g");
+    assert_eq!(cpu_list(word(g, "cpus")), BTreeSet::from([2, 6]), "g. {g}: {}", ctx());
+    assert!(mostly_on(&pages(g.split_once("map=").map_or("", |m| m.1)), &BTreeSet::from([2])), "g. {g}: {}", ctx());
+
+    // h. nkuser's job: its --numa-report files, as the user; step 0's against numa_maps.
+    let cg = field(o, "h_cg");
+    let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
+    for l in lines(o, "h_step") {
+        for (node, n) in pages(l) {
+            *seen.entry(node).or_default() += n;
+        }
+    }
+    assert!(seen.values().sum::<u64>() >= 32 * 256, "h. the task's 32 MiB in numa_maps: {}", ctx());
+    let r = status(field(o, "h_json"));
+    assert_eq!(r["job_id"].as_u64().map(|j| j.to_string()).as_deref(), Some(job), "h. {r}");
+    let files = lines(o, "h_file");
+    let want = [format!("numa-{job}.0.txt 4242:4242 644"), format!("numa-{job}.batch.txt 4242:4242 644")];
+    assert_eq!(files, want, "h. a file per step, owned by nkuser, in its folder: {}", ctx());
+    let text = lines(o, "h_report");
+    assert_eq!(text.first().copied(), Some(format!("cgroup {cg} (Slurm job {job}, step 0)").as_str()), "h. {}", ctx());
+    // Its table of memory per node: "  node  processes" rows, as people read them.
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let table: BTreeMap<String, String> = text
+        .iter()
+        .filter_map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let key = t.first().filter(|k| **k == "all" || k.parse::<u32>().is_ok())?;
+            (t.len() >= 3 && units.contains(&t[2])).then(|| (key.to_string(), format!("{} {}", t[1], t[2])))
+        })
+        .collect();
+    let mut want: BTreeMap<String, String> =
+        (0..4).map(|n| (n.to_string(), human_bytes(seen.get(&n).copied().unwrap_or(0) * 4096))).collect();
+    want.insert("all".into(), human_bytes(seen.values().sum::<u64>() * 4096));
+    assert_eq!(table, want, "h. the report's memory per node against numa_maps: {}", ctx());
+    for n in r["nodes"].as_array().into_iter().flatten() {
+        let id = n["id"].as_u64().unwrap_or(99) as u32;
+        let got = n["bytes"].as_u64().unwrap_or(0) / 4096;
+        assert_eq!(got, seen.get(&id).copied().unwrap_or(0), "h. node {id} exactly, in the site's line: {r}");
+    }
+    let slice = field(o, "cpuset1").split_once("slice=").map_or("?", |x| x.1);
+    assert!(
+        text.iter().any(|l| l.contains(&format!("allowed CPUs {slice} (node 0-3, cpuset.cpus.effective)"))),
+        "h. the CPUs the step's cgroup may use: {}",
+        ctx()
+    );
 
     // d. Bad values fail the job, naming them.
     assert_ne!(field(o, "bogus_rc"), "0", "{}", ctx());
@@ -462,11 +587,13 @@ fn spank_plugin_in_four_nodes() {
     // Timings, past libtest's capture.
     let plain = &out["plain"].stdout;
     eprintln!(
-        "vm_slurm: task/none Slurm ready {:.1} s, a+e {:.1} s, d {:.1} s, c {:.1} s, torn down {:.1} s; \
-         task/affinity Slurm ready {:.1} s, b {:.1} s",
+        "vm_slurm: task/none Slurm ready {:.1} s, a {:.1} s, e {:.1} s, f+g+h {:.1} s, \
+         d {:.1} s, c {:.1} s, torn down {:.1} s; task/affinity Slurm ready {:.1} s, b {:.1} s",
         elapsed(plain, "start", "slurm_up"),
         elapsed(plain, "slurm_up", "a_done"),
-        elapsed(plain, "a_done", "d_done"),
+        elapsed(plain, "a_done", "e_done"),
+        elapsed(plain, "e_done", "fgh_done"),
+        elapsed(plain, "fgh_done", "d_done"),
         elapsed(plain, "d_done", "c_done"),
         elapsed(plain, "c_done", "plain_rc"),
         elapsed(o, "start", "slurm_up"),

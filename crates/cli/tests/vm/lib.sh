@@ -31,3 +31,13 @@ slurm_guest() {
   mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
   mkdir -p /sys/fs/cgroup/system.slice
 }
+
+# guest_user NAME ID: a user and group NAME with uid and gid ID that the
+# guest knows (writable copies of /etc/passwd and /etc/group bound over the
+# read-only ones, as slurm_guest does for /etc/hosts), with a home folder
+# /tmp/NAME that only it may write.
+guest_user() {
+  { cat /etc/passwd; echo "$1:x:$2:$2::/tmp/$1:/bin/sh"; } > /tmp/passwd && mount --bind /tmp/passwd /etc/passwd
+  { cat /etc/group; echo "$1:x:$2:"; } > /tmp/group && mount --bind /tmp/group /etc/group
+  mkdir -p "/tmp/$1" && chown "$2:$2" "/tmp/$1" && chmod 700 "/tmp/$1"
+}
