@@ -1,5 +1,5 @@
 //! The SPANK plugin in a real Slurm inside the 4-node test bed guest
-//! (`4n-rr`: node k has CPUs k and k+4, 512 MiB), one boot, two Slurm
+//! (`4n-rr`: node k has CPUs k and k+4, 512 MiB), one boot, three Slurm
 //! configurations one after the other, each started and torn down by
 //! `nk-slurm` (crates/testprogs, on `numakit_testbed::slurm`):
 //!
@@ -29,6 +29,15 @@
 //!      goes to the nodes of the CPUs Slurm gave, and the two tasks of a step
 //!      bound to the CPUs of two nodes get one node each; a node list outside
 //!      the task's binding fails the step naming the node.
+//! 3. `task/cgroup` alone, `ConstrainCores=yes` (cgroup v2, the cpuset and
+//!    memory controllers enabled in `system.slice`, which Slurm's cgroup/v2
+//!    plugin needs to constrain anything: without them slurmd logs
+//!    "Controller cpuset is not enabled!" and the tasks run on every CPU;
+//!    with cpuset alone it logs the same and every step fails):
+//!    - i. a `--numa=auto` step of two tasks of 2 CPUs: each task's affinity
+//!      and its cgroup's `cpuset.cpus.effective` stay inside the job's
+//!      `cpuset.cpus` that Slurm wrote, the two tasks' CPUs are disjoint, and
+//!      >= 99% of each task's pages are on the nodes of its CPUs.
 //!
 //! Every wait in the guest is long (minutes) and ends as soon as what it
 //! waits for happens: on a loaded host the guest's clock can run several
@@ -210,6 +219,35 @@ sed 's/^/c_log /' /tmp/dm/decisions.jsonl; sed 's/^/c_err /' /tmp/dm/err
 echo "c_done $(now)"
 "#;
 
+/// Configuration 3 (task/cgroup alone, ConstrainCores=yes): check i.
+const CGROUP: &str = r#"
+cat > /tmp/cgroup.sh <<'NKEND'
+echo "slurm_up $(now)"
+# sc PID: its cgroup's cpuset.cpus.effective and the cpuset.cpus Slurm wrote for its job.
+sc() { c=$(sed -n 's|^0::||p' /proc/$1/cgroup); echo "task_cg=$(cat /sys/fs/cgroup$c/cpuset.cpus.effective) job_cg=$(cat /sys/fs/cgroup${c%%/step_*}/cpuset.cpus)"; }
+timeout 600 srun --numa=auto -n2 -c2 $H --mib 32 > /tmp/i2.out 2>&1 &
+SP=$!
+for i in $(seq 3000); do [ $(grep -c ^ready /tmp/i2.out) -ge 2 ] || ! kill -0 $SP 2>/dev/null && break; sleep 0.1; done
+grep -v '^ready' /tmp/i2.out | sed 's/^/i2_out /'
+sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' /tmp/i2.out | while read p a; do
+  echo "two cpus=$(cpus $p) $(sc $p) map=$(mapping $p $a)"; kill $p
+done
+wait
+echo "not_constrained $(grep -c 'cpuset cgroup controller is not available' $NK_SLURM_DIR/log/slurmd.log)"
+grep -h 'numakit: slurm job' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /placed /'
+echo "i_done $(now)"
+NKEND
+# The controllers for the cgroups below system.slice, where Slurm makes its
+# scope: cpuset and memory (with cpuset alone, Slurm 22.05 logs "Controller
+# cpuset is not enabled!" and every step fails: "Slurmd could not execve job").
+echo '+cpuset +memory' > /sys/fs/cgroup/system.slice/cgroup.subtree_control
+echo "start $(now)"
+timeout 900 $SL --ready-timeout 180 --node nkvm --task-plugin task/cgroup --proctrack proctrack/cgroup \
+  --cgroup-conf CgroupPlugin=cgroup/v2 --cgroup-conf IgnoreSystemd=yes --cgroup-conf ConstrainCores=yes \
+  --plugstack "required $SPANK ledger=/tmp/ledger3 socket=/tmp/none.sock" '. /tmp/nk.sh; . /tmp/cgroup.sh'
+echo "cgroup_rc $? $(now)"
+"#;
+
 /// Configuration 2 (task/affinity): check b.
 const AFFINITY: &str = r#"
 cat > /tmp/affinity.sh <<'NKEND'
@@ -251,7 +289,7 @@ fn script(part: &str) -> String {
 }
 
 fn checks() -> Vec<(&'static str, String)> {
-    vec![("setup", script(SETUP)), ("plain", script(PLAIN)), ("affinity", script(AFFINITY))]
+    vec![("setup", script(SETUP)), ("plain", script(PLAIN)), ("affinity", script(AFFINITY)), ("cgroup", script(CGROUP))]
 }
 
 /// The first line of `o` that starts with `key ` (without it).
@@ -584,11 +622,42 @@ fn spank_plugin_in_four_nodes() {
         ctx()
     );
 
+    let affinity = o;
+
+    // i. task/cgroup, ConstrainCores=yes: the cpuset Slurm wrote is never widened.
+    let c = &out["cgroup"];
+    let o = c.stdout.as_str();
+    let ctx = || format!("{o}\n--- stderr\n{}", c.stderr);
+    assert_eq!(field(o, "cgroup_rc").split_whitespace().next(), Some("0"), "{}", ctx());
+    assert_eq!(field(o, "not_constrained"), "0", "i. slurmd constrained the cores: {}", ctx());
+    let set = |l: &str, k: &str| cpu_list(word(l, k));
+    let two = lines(o, "two");
+    assert_eq!(two.len(), 2, "i. {}", ctx());
+    let slurms = set(two[0], "job_cg");
+    assert_eq!(slurms.len(), 4, "i. Slurm's cpuset for two tasks of 2 CPUs: {}", ctx());
+    let mut taken = BTreeSet::new();
+    for t in &two {
+        let cpus = set(t, "cpus");
+        assert_eq!(set(t, "job_cg"), slurms, "i. one job: {}", ctx());
+        assert!(cpus.is_subset(&slurms) && set(t, "task_cg").is_subset(&slurms), "i. inside Slurm's: {t}: {}", ctx());
+        assert_eq!(cpus.len(), 2, "i. {t}");
+        assert!(taken.is_disjoint(&cpus), "i. the two tasks' CPUs apart: {}", ctx());
+        taken.extend(cpus.iter().copied());
+        assert!(mostly_on(&pages(t.split_once("map=").map_or("", |m| m.1)), &nodes_of(&cpus)), "i. {t}: {}", ctx());
+    }
+    let placed = lines(o, "placed");
+    assert!(
+        placed.len() == 2 && placed.iter().all(|l| l.contains(": auto: ") && l.contains("(within its CPUs ")),
+        "i. the plugin saw Slurm's cpuset as the tasks' binding: {}",
+        ctx()
+    );
+
     // Timings, past libtest's capture.
     let plain = &out["plain"].stdout;
     eprintln!(
         "vm_slurm: task/none Slurm ready {:.1} s, a {:.1} s, e {:.1} s, f+g+h {:.1} s, \
-         d {:.1} s, c {:.1} s, torn down {:.1} s; task/affinity Slurm ready {:.1} s, b {:.1} s",
+         d {:.1} s, c {:.1} s, torn down {:.1} s; task/affinity Slurm ready {:.1} s, b {:.1} s; \
+         task/cgroup Slurm ready {:.1} s, i {:.1} s",
         elapsed(plain, "start", "slurm_up"),
         elapsed(plain, "slurm_up", "a_done"),
         elapsed(plain, "a_done", "e_done"),
@@ -596,7 +665,9 @@ fn spank_plugin_in_four_nodes() {
         elapsed(plain, "fgh_done", "d_done"),
         elapsed(plain, "d_done", "c_done"),
         elapsed(plain, "c_done", "plain_rc"),
+        elapsed(affinity, "start", "slurm_up"),
+        elapsed(affinity, "slurm_up", "b_done"),
         elapsed(o, "start", "slurm_up"),
-        elapsed(o, "slurm_up", "b_done"),
+        elapsed(o, "slurm_up", "i_done"),
     );
 }
