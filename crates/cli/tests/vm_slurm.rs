@@ -148,20 +148,23 @@ cg=$(sed -n 's|^0::||p' /proc/$1/cgroup | sed 's|/user/.*|/user|'); echo "h_cg $
 for p in $(find /sys/fs/cgroup$cg -name cgroup.procs -exec cat {} +); do echo "h_step $p $(nodemem $p)"; done
 sleep 2
 kill $(ready /tmp/nkuser/f_batch.out | cut -d' ' -f1) $(ready /tmp/nkuser/f_step.out | cut -d' ' -f1)
-# The batch step's report file comes last: the job is done.
-for i in $(seq 3000); do [ -e /tmp/nkuser/numa-$FJ.batch.txt ] && break; sleep 0.1; done
+set -- $(ready /tmp/g.out); echo "g pid=$1 cpus=$(cpus $1) map=$(mapping $1 $2)"; kill $1
+# Step 0's report: the site's line, then the user's file, when the step has ended.
+for i in $(seq 3000); do [ -s /tmp/nkuser/numa-$FJ.0.txt ] && break; sleep 0.1; done
 grep "\"cgroup\":\"$cg\"" /tmp/reports/numakit-steps.jsonl | sed 's/^/h_json /'
-for f in /tmp/nkuser/numa-*; do echo "h_file $(basename $f) $(stat -c '%u:%g %a' $f)"; done
 sed 's/^/h_report /' /tmp/nkuser/numa-$FJ.0.txt
-sed 's/^/f_out /' /tmp/nkuser/f.out
-grep -h "numakit: slurm job $FJ\.[0-9a-z]* task 0: " $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /f_log /'
-set -- $(ready /tmp/g.out); echo "g pid=$1 cpus=$(cpus $1) map=$(mapping $1 $2)"; kill $1; wait $GP
-sed 's/^/g_out /' /tmp/g.out
 echo "fgh_done $(now)"
 # d. bad values.
 srun --numa=bogus true 2> /tmp/d1; echo "bogus_rc $?"; sed 's/^/bogus_err /' /tmp/d1
 srun --numa=nodes:7 true 2> /tmp/d2; echo "nodes7_rc $?"; sed 's/^/nodes7_err /' /tmp/d2
 echo "d_done $(now)"
+# The ends of f and g, which went on meanwhile: the batch step's report file comes last.
+wait $GP; sed 's/^/g_out /' /tmp/g.out
+for i in $(seq 3000); do [ -s /tmp/nkuser/numa-$FJ.batch.txt ] && break; sleep 0.1; done
+for f in /tmp/nkuser/numa-*; do echo "h_file $(basename $f) $(stat -c '%u:%g %a' $f)"; done
+sed 's/^/f_out /' /tmp/nkuser/f.out
+grep -h "numakit: slurm job $FJ\.[0-9a-z]* task 0: " $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /f_log /'
+echo "fg_end $(now)"
 @NONE@
 NKEND
 echo "start $(now)"
@@ -655,15 +658,16 @@ fn spank_plugin_in_four_nodes() {
     // Timings, past libtest's capture.
     let plain = &out["plain"].stdout;
     eprintln!(
-        "vm_slurm: task/none Slurm ready {:.1} s, a {:.1} s, e {:.1} s, f+g+h {:.1} s, \
-         d {:.1} s, c {:.1} s, torn down {:.1} s; task/affinity Slurm ready {:.1} s, b {:.1} s; \
+        "vm_slurm: task/none Slurm ready {:.1} s, a {:.1} s, e {:.1} s, f+g+h {:.1} s, d {:.1} s, \
+         f and g ending {:.1} s, c {:.1} s, torn down {:.1} s; task/affinity Slurm ready {:.1} s, b {:.1} s; \
          task/cgroup Slurm ready {:.1} s, i {:.1} s",
         elapsed(plain, "start", "slurm_up"),
         elapsed(plain, "slurm_up", "a_done"),
         elapsed(plain, "a_done", "e_done"),
         elapsed(plain, "e_done", "fgh_done"),
         elapsed(plain, "fgh_done", "d_done"),
-        elapsed(plain, "d_done", "c_done"),
+        elapsed(plain, "d_done", "fg_end"),
+        elapsed(plain, "fg_end", "c_done"),
         elapsed(plain, "c_done", "plain_rc"),
         elapsed(affinity, "start", "slurm_up"),
         elapsed(affinity, "slurm_up", "b_done"),
