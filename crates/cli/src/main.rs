@@ -1,15 +1,18 @@
 //! The `numakit` binary: parses arguments, calls the library, prints, and
 //! maps the outcome to an exit code (0 ok, 1 system error, 2 usage error).
 //! All logic lives in the `numakit` library crate; this is the only place
-//! `anyhow` appears.
+//! `anyhow` appears. It enters through C's `main` (`start`), not Rust's.
+
+#![cfg_attr(not(test), no_main)]
 
 #[macro_use]
 mod output;
 mod cli;
 mod cmd;
+#[cfg(not(test))]
+mod start;
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
@@ -89,7 +92,12 @@ fn parse(argv: Vec<std::ffi::OsString>) -> Result<(cli::Cli, clap::ArgMatches), 
     Ok((cli::Cli::from_arg_matches(&m)?, m))
 }
 
-fn main() -> ExitCode {
+/// The test harness has its own `main`: `run` is the program there too.
+#[cfg(test)]
+const _: fn() -> u8 = run;
+
+/// The program: its exit code (`start` is the entry point).
+fn run() -> u8 {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
     let name = invoked_as.as_deref().and_then(|n| n.to_str());
@@ -117,13 +125,13 @@ fn main() -> ExitCode {
         Ok(code)
     });
     match result {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(e) => {
             // A reader that stopped reading (`| head`) is not an error.
-            let Some(line) = output::describe(&e) else { return ExitCode::SUCCESS };
+            let Some(line) = output::describe(&e) else { return 0 };
             let code = e.downcast_ref::<Failure>().map_or(1, |f| f.code);
             let _ = writeln!(std::io::stderr(), "numakit: {line}");
-            ExitCode::from(code)
+            code
         }
     }
 }

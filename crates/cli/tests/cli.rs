@@ -91,6 +91,48 @@ fn help_never_reads_the_system_and_broken_pipe_is_quiet() {
     assert!(out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains("error"));
 }
 
+/// The binary enters through C's `main` (crates/cli/src/start.rs) and does
+/// itself what Rust's start-up did: a closed standard output is opened on
+/// /dev/null (no write error), a reader that goes away ends the output
+/// quietly with exit 0 (SIGPIPE ignored, not a kill), and the commands it
+/// starts get SIGPIPE back at its default.
+#[test]
+fn start_up_keeps_what_rusts_main_did() {
+    let bin = env!("CARGO_BIN_EXE_numakit");
+    // Standard output closed: numakit and the command it runs have
+    // /dev/null there, not the first file numakit opens.
+    let script = "exec \"$0\" run -- sh -c 't=$(readlink /proc/$$/fd/1); echo \"$t\" >&2' >&-";
+    let o = Command::new("sh").args(["-c", script, bin]).output().expect("sh");
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stderr).trim(), "/dev/null");
+
+    // More than a pipe holds (83 KB), its reader gone after one byte.
+    let mut child = Command::new(bin)
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = [0u8; 1];
+    let mut out = child.stdout.take().expect("stdout");
+    out.read_exact(&mut first).expect("read");
+    drop(out);
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(0), "{:?} {}", o.status, String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    for args in [
+        &["run", "--", "grep", "SigIgn", "/proc/self/status"][..],
+        &["numactl", "--", "grep", "SigIgn", "/proc/self/status"],
+    ] {
+        let o = nk(args);
+        assert!(o.status.success(), "{args:?}");
+        let line = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mask = u64::from_str_radix(line.trim().trim_start_matches("SigIgn:").trim(), 16).expect("a mask");
+        assert_eq!(mask & (1 << (libc::SIGPIPE - 1)), 0, "{args:?}: SIGPIPE ignored in the child: {line}");
+    }
+}
+
 /// Errors of `pin` and `migrate` name the option as typed (they used
 /// numactl's names: `--physcpubind 7`, `--membind 5`), and a move with no
 /// source node says so.
