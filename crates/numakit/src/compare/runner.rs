@@ -50,13 +50,13 @@ pub fn figure(metric: &Metric, aggregate: Aggregate, out: &Outcome) -> Result<f6
         Metric::WallTime => return Ok(out.wall_s),
         Metric::Regex { pattern } => pattern,
     };
-    let re = regex::Regex::new(pattern).map_err(|e| e.to_string())?;
+    let re = super::spec::metric_regex(pattern).map_err(|e| e.to_string())?;
     let mut values = Vec::with_capacity(out.stdouts.len());
     for (i, text) in out.stdouts.iter().enumerate() {
-        let caps = re.captures(text).ok_or_else(|| {
+        let caps = re.captures(text.as_bytes()).ok_or_else(|| {
             format!("--metric-regex \"{pattern}\" found nothing in the output of copy {i}: {}", tail(text, 200))
         })?;
-        let raw = caps.get(1).map(|m| m.as_str()).unwrap_or_default();
+        let raw = caps.get(1).map(|m| String::from_utf8_lossy(m.as_bytes())).unwrap_or_default();
         let v: f64 =
             raw.trim().parse().map_err(|_| format!("--metric-regex \"{pattern}\" captured \"{raw}\", not a number"))?;
         values.push(v);

@@ -95,6 +95,14 @@ pub enum Metric {
     },
 }
 
+/// A `Regex` metric's pattern, compiled. Its classes are ASCII (`\d` is
+/// `[0-9]`, the digits a number parses from; `\w`, `\s` and `(?i)` alike)
+/// and it searches the output's bytes, so output that is not UTF-8 is
+/// searched too. Non-ASCII letters in the pattern match themselves.
+pub fn metric_regex(pattern: &str) -> Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(pattern).unicode(false).build()
+}
+
 /// A whole experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Experiment {
@@ -167,7 +175,7 @@ impl Experiment {
             }
         }
         if let Metric::Regex { pattern } = &self.metric {
-            let re = regex::Regex::new(pattern)
+            let re = metric_regex(pattern)
                 .map_err(|e| CompareError::Spec(format!("--metric-regex: {}", one_line(&e.to_string()))))?;
             if re.captures_len() < 2 {
                 return Err(CompareError::Spec(format!(
@@ -351,6 +359,21 @@ pub fn sh_quote(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ASCII classes: `\d` takes the digits a number parses from and not
+    /// other scripts' digits; a non-ASCII literal matches itself; output
+    /// that is not UTF-8 is searched.
+    #[test]
+    fn metric_regex_is_ascii_over_bytes() {
+        let re = metric_regex(r"time: (\d+)").expect("compiles");
+        assert!(re.captures("time: \u{663}\u{664}".as_bytes()).is_none());
+        assert_eq!(&re.captures(b"x time: 42 s").expect("match")[1], b"42");
+        let re = metric_regex("([0-9.]+) \u{b5}s").expect("compiles");
+        assert_eq!(&re.captures("took 3.5 \u{b5}s".as_bytes()).expect("match")[1], b"3.5");
+        let re = metric_regex(r"(?i)rate=([0-9]+)").expect("compiles");
+        assert_eq!(&re.captures(b"\xff\xfe RATE=7").expect("match")[1], b"7");
+        assert!(metric_regex(r"\p{Greek}").is_err());
+    }
 
     #[test]
     fn config_flags() {
