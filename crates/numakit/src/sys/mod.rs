@@ -146,7 +146,9 @@ impl SysRoot {
         if !kind.is_file() {
             return Err(self.invalid(rel, format!("not a regular file ({})", file_kind(&kind))));
         }
-        let mut bytes = Vec::new();
+        // A page up front: sysfs files fit in one, so one read and the
+        // one that finds the end (an empty Vec probes 32 bytes at a time).
+        let mut bytes = Vec::with_capacity(4096);
         file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
         if bytes.len() as u64 > MAX_FILE_BYTES {
             return Err(self.invalid(rel, format!("larger than {} MiB", MAX_FILE_BYTES >> 20)));
