@@ -2,74 +2,109 @@
 # Launch cost of numakit's drop-in paths beside the C tools they replace
 # (issue 21 item 4: within 1.2x of numactl and numastat):
 #
+#   numakit run -N 0 -- true        vs  numactl -N 0 true
 #   numakit run -N 0 -m 0 -- true   vs  numactl -N 0 -m 0 true
 #   numakit numactl -H              vs  numactl -H
 #   numakit stat --compat           vs  numastat
 #   numakit --version               vs  /bin/true      (process start-up alone, for reference)
 #
-# Paired runs: ROUNDS rounds; in each, hyperfine (-N: no shell) runs the two
-# commands of a pair back to back (RUNS runs each after warm-up), and the
-# round's ratio is numakit's median wall time over the C tool's. Load that
-# comes and goes hits both commands of a round alike; the median ratio over
-# the rounds and its spread (min, quartiles, max) are printed as a Markdown
-# table, with the same for CPU time (user + system), which other work on
-# the machine shakes less than wall time.
+# and numakit run through the compatibility links an administrator may put
+# first in PATH (/usr/lib/numakit/compat; here links in a temporary folder):
+#
+#   numastat (link)                 vs  numastat
+#   numactl -H (link)               vs  numactl -H
+#
+# Paired runs: for each pair, PAIRS times, numakit's command and the C
+# tool's run one right after the other (which goes first alternates), each
+# started with posix_spawn with its output to /dev/null. A pair's ratio is
+# numakit's time over the C tool's, for wall time (spawn to reaped) and for
+# CPU time (the child's user + system time from wait4). Load that comes
+# and goes hits both runs of a pair alike. Printed as a Markdown table: the
+# median ratio with a distribution-free 95% confidence interval (order
+# statistics of the binomial), and each command's median milliseconds.
 #
 #   bench/launch.sh [BIN]      BIN: the numakit binary (default: a release build here)
-#   ROUNDS=15 RUNS=40 bench/launch.sh
+#   PAIRS=2000 WARMUP=50 bench/launch.sh
 #
-# Raw hyperfine JSON goes to bench/results/launch/ (not in git).
+# Raw per-pair times go to bench/results/launch/ (not in git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-15}
-RUNS=${RUNS:-40}
+PAIRS=${PAIRS:-2000}
+WARMUP=${WARMUP:-50}
 if [ $# -ge 1 ]; then
   BIN=$(realpath "$1")
 else
   cargo build --release -q -p numakit-cli
   BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/numakit
 fi
-for t in hyperfine numactl numastat python3; do
+for t in numactl numastat python3; do
   command -v $t >/dev/null || { echo "launch.sh: $t is not installed" >&2; exit 1; }
 done
 OUT=bench/results/launch
 mkdir -p $OUT
-pairs=(
-  "run|$BIN run -N 0 -m 0 -- true|numactl -N 0 -m 0 true"
-  "numactl -H|$BIN numactl -H|numactl -H"
-  "stat --compat|$BIN stat --compat|numastat"
-  "--version|$BIN --version|/bin/true"
-)
-i=0
-for p in "${pairs[@]}"; do
-  IFS='|' read -r name ours theirs <<< "$p"
-  for r in $(seq "$ROUNDS"); do
-    hyperfine -N --style none --warmup 5 --runs "$RUNS" \
-      --export-json "$OUT/pair$i-round$r.json" "$ours" "$theirs" > /dev/null
-  done
-  i=$((i + 1))
-done
-python3 - "$OUT" "$ROUNDS" "$BIN" "${pairs[@]}" <<'PY'
-import json, statistics, sys
-out, rounds, binary, pairs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-def q(v, f):
-    v = sorted(v); k = (len(v) - 1) * f; lo = int(k); hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
-print(f"binary: {binary}; {rounds} rounds per pair\n")
-print("| numakit | C tool | numakit median ms | C tool median ms | wall ratio (median of rounds) | wall ratio min / q1 / q3 / max | CPU ratio (median of rounds) | CPU ratio q1 / q3 |")
-print("|---|---|---|---|---|---|---|---|")
-for i, p in enumerate(pairs):
-    name, ours, theirs = p.split("|")
-    ratios, cpu, a_med, b_med = [], [], [], []
-    for r in range(1, rounds + 1):
-        res = json.load(open(f"{out}/pair{i}-round{r}.json"))["results"]
-        a, b = res[0]["median"], res[1]["median"]
-        a_med.append(a); b_med.append(b); ratios.append(a / b)
-        # CPU time (user + system, mean per run): what each process costs,
-        # less shaken than wall time when other work shares the cores.
-        cpu.append((res[0]["user"] + res[0]["system"]) / (res[1]["user"] + res[1]["system"]))
-    short = lambda c: c.replace(binary, "numakit")
-    print(f"| `{short(ours)}` | `{theirs}` | {statistics.median(a_med)*1e3:.2f} | {statistics.median(b_med)*1e3:.2f} "
-          f"| **{statistics.median(ratios):.2f}** | {min(ratios):.2f} / {q(ratios,.25):.2f} / {q(ratios,.75):.2f} / {max(ratios):.2f} "
-          f"| **{statistics.median(cpu):.2f}** | {q(cpu,.25):.2f} / {q(cpu,.75):.2f} |")
+LINKS=$(mktemp -d)
+trap 'rm -rf "$LINKS"' EXIT
+ln -s "$BIN" "$LINKS/numastat"
+ln -s "$BIN" "$LINKS/numactl"
+python3 - "$OUT" "$PAIRS" "$WARMUP" "$BIN" "$LINKS" <<'PY'
+import math, os, shutil, statistics, sys, time
+
+out, pairs, warmup, binary, links = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+# (what the table calls numakit's command, its argv, the C tool's command line)
+cases = [(f"numakit {a}", [binary] + a.split(), c) for a, c in [
+    ("run -N 0 -- true", "numactl -N 0 true"),
+    ("run -N 0 -m 0 -- true", "numactl -N 0 -m 0 true"),
+    ("numactl -H", "numactl -H"),
+    ("stat --compat", "numastat"),
+    ("--version", "/bin/true"),
+]] + [
+    ("numastat (link)", [f"{links}/numastat"], "numastat"),
+    ("numactl -H (link)", [f"{links}/numactl", "-H"], "numactl -H"),
+]
+devnull = [(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)]
+
+def run(argv):
+    """Wall ms (spawn to reaped) and CPU ms (user + system) of one run."""
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=devnull)
+    _, status, ru = os.wait4(pid, 0)
+    wall = (time.perf_counter_ns() - t0) / 1e6
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"launch.sh: {' '.join(argv)} exited with {os.waitstatus_to_exitcode(status)}")
+    return wall, (ru.ru_utime + ru.ru_stime) * 1e3
+
+def median_ci(values):
+    """Median and its 95% confidence interval from order statistics."""
+    v = sorted(values)
+    n = len(v)
+    half = 1.96 * math.sqrt(n) / 2
+    lo, hi = max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half))
+    return statistics.median(v), v[lo], v[hi]
+
+print(f"binary: {binary}; {pairs} pairs per row, {warmup} warm-up runs of each command\n")
+print("| numakit | C tool | numakit median ms | C tool median ms "
+      "| wall ratio, median (95% CI) | CPU ratio, median (95% CI) |")
+print("|---|---|---|---|---|---|")
+for i, (ours, a, theirs) in enumerate(cases):
+    b = theirs.split()
+    b[0] = shutil.which(b[0])
+    for _ in range(warmup):
+        run(a), run(b)
+    rows = []
+    for k in range(pairs):
+        if k % 2:
+            y = run(b); x = run(a)
+        else:
+            x = run(a); y = run(b)
+        rows.append((x, y))
+    with open(f"{out}/pair{i}.csv", "w") as f:
+        f.write("numakit_wall_ms,numakit_cpu_ms,c_wall_ms,c_cpu_ms\n")
+        for x, y in rows:
+            f.write(f"{x[0]:.4f},{x[1]:.4f},{y[0]:.4f},{y[1]:.4f}\n")
+    wall = median_ci([x[0] / y[0] for x, y in rows])
+    # CPU time is accounted in whole microseconds; a run reported as 0 has no ratio.
+    cpu = median_ci([x[1] / y[1] for x, y in rows if y[1] > 0])
+    print(f"| `{ours}` | `{theirs}` "
+          f"| {statistics.median(x[0] for x, _ in rows):.2f} | {statistics.median(y[0] for _, y in rows):.2f} "
+          f"| **{wall[0]:.2f}** ({wall[1]:.2f}–{wall[2]:.2f}) | **{cpu[0]:.2f}** ({cpu[1]:.2f}–{cpu[2]:.2f}) |")
 PY
