@@ -44,6 +44,52 @@ impl Cli {
         };
         Some(Global::augment_args(clap::Command::new("numakit")).subcommand(sub))
     }
+
+    /// `numakit stat --compat` followed only by numastat's flag options
+    /// (`-c -m -n -v -z` or their long names, each at most once, in any
+    /// order): what clap parses from that line, without building clap's tree
+    /// (the numastat stand-in's launch path, docs/benchmarks.md). `None` for
+    /// any other line, which clap parses. `NUMAKIT_SYSROOT` is read as
+    /// clap reads it for `--sysroot`.
+    pub fn stat_compat_flags(argv: &[OsString]) -> Option<Cli> {
+        let (Some("stat"), Some("--compat")) = (argv.get(1)?.to_str(), argv.get(2)?.to_str()) else {
+            return None;
+        };
+        let mut args = crate::cmd::stat::StatArgs {
+            compat: true,
+            compress: false,
+            numastat: false,
+            sort: None,
+            verbose: false,
+            skip_zero: false,
+            meminfo: false,
+            pids: Vec::new(),
+            cgroup: None,
+            since: None,
+            json: false,
+            interval: None,
+            count: None,
+        };
+        for arg in &argv[3..] {
+            let flag = match arg.to_str()? {
+                "-c" | "--compress" => &mut args.compress,
+                "-m" | "--meminfo" => &mut args.meminfo,
+                "-n" | "--numastat" => &mut args.numastat,
+                "-v" | "--verbose" => &mut args.verbose,
+                "-z" | "--skip-zero" => &mut args.skip_zero,
+                _ => return None,
+            };
+            if std::mem::replace(flag, true) {
+                return None;
+            }
+        }
+        // Set but empty, clap refuses it ("a value is required"): left to clap.
+        let sysroot = match std::env::var_os(numakit::sys::SYSROOT_ENV) {
+            Some(v) if v.is_empty() => return None,
+            v => v.map(PathBuf::from),
+        };
+        Some(Cli { global: Global { sysroot }, command: Command::Stat(args) })
+    }
 }
 
 /// The subcommands.

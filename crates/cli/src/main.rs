@@ -114,6 +114,9 @@ fn run() -> u8 {
         // `numakit numactl ARGS`: every argument is numactl's (`-V`, `--help`
         // too), as through the symlink.
         cmd::numactl::run(&numakit::sys::SysRoot::from_env(), &argv[2..])
+    } else if let Some(args) = cli::Cli::stat_compat_flags(&argv) {
+        // `stat --compat` with numastat's flags only: parsed without clap.
+        cmd::dispatch(args, &clap::ArgMatches::default())
     } else {
         match parse(argv) {
             Ok((args, matches)) => cmd::dispatch(args, &matches),
@@ -201,6 +204,80 @@ mod tests {
             }
         }
         assert!(crate::cli::Cli::narrow_command("tune").is_none());
+    }
+
+    /// `stat --compat` with numastat's flags parses without clap to what
+    /// clap parses: every order of every subset of the five flags, short or
+    /// long; any other line is left to clap.
+    #[test]
+    fn stat_compat_flags_parse_as_clap() {
+        let flags = [
+            ["-c", "--compress"],
+            ["-m", "--meminfo"],
+            ["-n", "--numastat"],
+            ["-v", "--verbose"],
+            ["-z", "--skip-zero"],
+        ];
+        let mut lines: Vec<Vec<String>> = Vec::new();
+        // Every ordered selection, by index sequences without repeats.
+        fn extend(prefix: Vec<usize>, n: usize, out: &mut Vec<Vec<usize>>) {
+            out.push(prefix.clone());
+            for i in 0..n {
+                if !prefix.contains(&i) {
+                    let mut p = prefix.clone();
+                    p.push(i);
+                    extend(p, n, out);
+                }
+            }
+        }
+        let mut orders = Vec::new();
+        extend(Vec::new(), flags.len(), &mut orders);
+        assert_eq!(orders.len(), 326);
+        for (k, order) in orders.iter().enumerate() {
+            // Short and long names mixed, differently from line to line.
+            lines.push(order.iter().enumerate().map(|(j, &i)| flags[i][(k + j) % 2].to_string()).collect());
+        }
+        let mut fast = 0;
+        let others: &[&[&str]] = &[
+            &["-c", "-c"],
+            &["-cm"],
+            &["-s"],
+            &["-s=1"],
+            &["-p", "1"],
+            &["--json"],
+            &["--interval", "1"],
+            &["--sysroot", "/x"],
+            &["-m", "--", "x"],
+            &["1234"],
+            &["-h"],
+            &["--help"],
+            &["-V"],
+            &["-x"],
+        ];
+        for line in lines
+            .iter()
+            .map(|l| l.iter().map(String::as_str).collect::<Vec<_>>())
+            .chain(others.iter().map(|o| o.to_vec()))
+        {
+            let mut argv: Vec<std::ffi::OsString> = vec!["numakit".into(), "stat".into(), "--compat".into()];
+            argv.extend(line.iter().map(Into::into));
+            let Some(ours) = crate::cli::Cli::stat_compat_flags(&argv) else {
+                assert!(others.contains(&line.as_slice()), "{line:?} left to clap");
+                continue;
+            };
+            fast += 1;
+            let clap = crate::cli::Cli::command()
+                .try_get_matches_from(&argv)
+                .and_then(|m| crate::cli::Cli::from_arg_matches(&m))
+                .unwrap_or_else(|e| panic!("{line:?}: clap refuses what the fast path takes: {e}"));
+            assert_eq!(format!("{ours:?}"), format!("{clap:?}"), "{line:?}");
+        }
+        assert_eq!(fast, 326);
+        let other =
+            |a: &[&str]| crate::cli::Cli::stat_compat_flags(&a.iter().map(Into::into).collect::<Vec<_>>()).is_none();
+        assert!(other(&["numakit", "stat"]));
+        assert!(other(&["numakit", "stat", "-m", "--compat"]));
+        assert!(other(&["numakit", "--sysroot", "/x", "stat", "--compat"]));
     }
 
     #[test]

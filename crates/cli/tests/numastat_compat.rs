@@ -196,6 +196,45 @@ fn stat_compat_takes_numastat_options() {
     assert_eq!(o.status.code(), Some(2), "numastat's options need --compat");
 }
 
+/// `stat --compat` followed by numastat's flags skips clap
+/// (`Cli::stat_compat_flags`); the same flags before `--compat` go through
+/// clap. Both give the same output, errors and exit codes: on dumps, with
+/// `NUMAKIT_SYSROOT` naming no root, and set but empty.
+#[test]
+fn stat_compat_without_clap_equals_with_clap() {
+    let roots: Vec<PathBuf> = common::fixtures()
+        .iter()
+        .map(|f| f.root.clone())
+        .filter(|r| r.join("sys/devices/system/node/node1/numastat").exists())
+        .take(4)
+        .collect();
+    assert!(!roots.is_empty(), "no multi-node dump with numastat files");
+    let mut envs: Vec<Option<std::ffi::OsString>> = roots.iter().map(|r| Some(r.clone().into_os_string())).collect();
+    envs.extend([Some("/nonexistent/root".into()), Some("".into()), None]);
+    for env in &envs {
+        for flags in [&[][..], &["-m"], &["-c", "-n", "-z"], &["--verbose", "-m"], &["--skip-zero", "--compress"]] {
+            let run = |args: Vec<&str>| {
+                let mut c = Command::new(BIN);
+                c.args(&args).env_remove("NUMASTAT_WIDTH");
+                match env {
+                    Some(v) => c.env("NUMAKIT_SYSROOT", v),
+                    None => c.env_remove("NUMAKIT_SYSROOT"),
+                };
+                let o = c.output().expect("numakit");
+                // The live counters move between two runs; a dump's do not.
+                let out = if env.is_none() { mask(&o.stdout) } else { String::from_utf8_lossy(&o.stdout).into_owned() };
+                (o.status.code(), out, String::from_utf8_lossy(&o.stderr).into_owned())
+            };
+            let fast = run([&["stat", "--compat"][..], flags].concat());
+            let clap = run([&["stat"][..], flags, &["--compat"]].concat());
+            assert_eq!(fast, clap, "NUMAKIT_SYSROOT={env:?} stat --compat {flags:?}");
+            if env.as_ref().is_some_and(|v| v.len() > 1 && !v.to_string_lossy().contains("nonexistent")) {
+                assert_eq!(fast.0, Some(0), "{env:?} {flags:?}: {}", fast.2);
+            }
+        }
+    }
+}
+
 /// numastat in a private mount namespace with `node_dir` over
 /// /sys/devices/system/node; `None` when that cannot be done here.
 fn numastat_on(node_dir: &Path, width: Option<&str>, args: &[&str]) -> Option<Output> {
