@@ -220,7 +220,7 @@ fn show(sys: &SysRoot, compat: bool, mut req: Request, width: usize) -> anyhow::
         return Ok(1);
     }
     let counters = || -> Result<_, u8> {
-        stats::read_node_counters(sys).map_err(|e| {
+        stats::counters::read_counters_of(sys, &node_ids).map_err(|e| {
             err_line(&format!("cannot open {}", sys_strerror(&e)));
             1
         })

@@ -57,8 +57,13 @@ pub fn node_ids(sys: &SysRoot) -> Result<Vec<u32>, SysError> {
 /// Reads the counters of every node. A node folder without a `numastat`
 /// file is an error naming the file (numastat fails there too).
 pub fn read_node_counters(sys: &SysRoot) -> Result<Vec<NodeCounters>, SysError> {
+    read_counters_of(sys, &node_ids(sys)?)
+}
+
+/// Like [`read_node_counters`], for the nodes `ids` (from [`node_ids`]).
+pub fn read_counters_of(sys: &SysRoot, ids: &[u32]) -> Result<Vec<NodeCounters>, SysError> {
     let mut out = Vec::new();
-    for id in node_ids(sys)? {
+    for &id in ids {
         let rel = format!("{NODE_DIR}/node{id}/numastat");
         let text = sys.read(&rel)?.ok_or_else(|| sys.invalid(&rel, "missing"))?;
         let lines = parse_numastat(&text).map_err(|problem| sys.invalid(&rel, problem))?;
