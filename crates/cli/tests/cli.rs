@@ -72,29 +72,19 @@ fn run_execs_the_command_and_keeps_its_status() {
 }
 
 #[test]
-fn help_never_reads_the_system_and_broken_pipe_is_quiet() {
+fn help_never_reads_the_system() {
     let o = Command::new(env!("CARGO_BIN_EXE_numakit"))
         .args(["--sysroot", "/nonexistent", "topo", "--help"])
         .output()
         .expect("run");
     assert!(o.status.success());
-    // Reader closes the pipe early: no error message, success.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_numakit"))
-        .args(["topo", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut first = [0u8; 1];
-    child.stdout.take().expect("stdout").read_exact(&mut first).expect("read");
-    let out = child.wait_with_output().expect("wait");
-    assert!(out.stderr.is_empty() || !String::from_utf8_lossy(&out.stderr).contains("error"));
 }
 
 /// The binary enters through C's `main` (crates/cli/src/start.rs) and does
 /// itself what Rust's start-up did: a closed standard output is opened on
 /// /dev/null (no write error), a reader that goes away ends the output
-/// quietly with exit 0 (SIGPIPE ignored, not a kill), and the commands it
+/// quietly with exit 0 and nothing on stderr (SIGPIPE ignored, not a
+/// kill; a broken pipe is not an error), and the commands it
 /// starts get SIGPIPE back at its default.
 #[test]
 fn start_up_keeps_what_rusts_main_did() {
