@@ -94,11 +94,11 @@ fn parse(argv: Vec<std::ffi::OsString>) -> Result<(cli::Cli, clap::ArgMatches), 
 
 /// The test harness has its own `main`: `run` is the program there too.
 #[cfg(test)]
-const _: fn() -> u8 = run;
+const _: fn(Vec<std::ffi::OsString>) -> u8 = run;
 
-/// The program: its exit code (`start` is the entry point).
-fn run() -> u8 {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+/// The program on its arguments (`argv[0]` first): its exit code (`start`
+/// is the entry point).
+fn run(argv: Vec<std::ffi::OsString>) -> u8 {
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
     let name = invoked_as.as_deref().and_then(|n| n.to_str());
     let result = if name == Some("numactl") {

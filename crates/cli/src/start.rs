@@ -18,23 +18,46 @@
 //!   its default for the programs `numakit` starts, as under `fn main`.
 //!
 //! What is left out: a stack overflow ends the process with `SIGSEGV`
-//! without std's "has overflowed its stack" line. Arguments still come
-//! from `std::env::args_os` (glibc hands them to std before `main`), and
-//! `std::process::exit` flushes standard output as a return from `fn main`
-//! would.
+//! without std's "has overflowed its stack" line. The arguments are taken
+//! from `main`'s own `argv` (not `std::env::args_os`, which only glibc
+//! fills without Rust's set-up), and `std::process::exit` flushes standard
+//! output as a return from `fn main` would.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, CStr, OsString};
+use std::os::unix::ffi::OsStringExt;
 
 /// C's `main`: the set-up above, then [`crate::run`]; a panic that reaches
 /// here exits 101 as it does from Rust's `fn main` (its message is printed
 /// by the panic hook).
 #[no_mangle]
-extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     standard_fds_open();
     // SAFETY: sets a signal's disposition to a constant; no handler runs.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let code = std::panic::catch_unwind(crate::run).map_or(101, c_int::from);
+    // SAFETY: the C runtime passes `argc` NUL-terminated strings in `argv`.
+    let args = unsafe { arguments(argc, argv) };
+    let code = std::panic::catch_unwind(|| crate::run(args)).map_or(101, c_int::from);
     std::process::exit(code)
+}
+
+/// `main`'s arguments as Rust strings of bytes.
+///
+/// # Safety
+/// `argv` holds `argc` pointers to NUL-terminated strings (or is null with
+/// `argc` 0), as C's `main` receives them.
+unsafe fn arguments(argc: c_int, argv: *const *const c_char) -> Vec<OsString> {
+    let n = usize::try_from(argc).unwrap_or(0);
+    if argv.is_null() {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|i| {
+            // SAFETY: i < argc entries of `argv` (caller).
+            let p = unsafe { *argv.add(i) };
+            // SAFETY: each of them is a NUL-terminated string (caller).
+            OsString::from_vec(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec())
+        })
+        .collect()
 }
 
 /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed.
