@@ -14,23 +14,30 @@
 #   numastat (link)                 vs  numastat
 #   numactl -H (link)               vs  numactl -H
 #
-# Paired runs: for each pair, PAIRS times, numakit's command and the C
-# tool's run one right after the other (which goes first alternates), each
-# started with posix_spawn with its output to /dev/null. A pair's ratio is
-# numakit's time over the C tool's, for wall time (spawn to reaped) and for
-# CPU time (the child's user + system time from wait4). Load that comes
-# and goes hits both runs of a pair alike. Printed as a Markdown table: the
-# median ratio with a distribution-free 95% confidence interval (order
-# statistics of the binomial), and each command's median milliseconds.
+# Paired runs, in ROUNDS rounds per row. A round first drops both
+# executables from the page cache (posix_fadvise) and has WARMUP runs of
+# each read them back: how a binary's pages came into the cache changes
+# its start-up by a few percent (page faults of one numakit binary ranged
+# from 129 to 149 over reads), so each round draws that state afresh.
+# Then PAIRS times numakit's command and the C tool's run one right after
+# the other (which goes first alternates), each started with posix_spawn
+# with its output to /dev/null. A pair's ratio is numakit's time over the
+# C tool's, for wall time (spawn to reaped) and for CPU time (the child's
+# user + system time from wait4); load that comes and goes hits both runs
+# of a pair alike. Printed as a Markdown table: the median ratio over all
+# pairs with a distribution-free 95% confidence interval (order statistics
+# of the binomial), the lowest and highest round's median (the spread from
+# the page cache), and each command's median milliseconds.
 #
 #   bench/launch.sh [BIN]      BIN: the numakit binary (default: a release build here)
-#   PAIRS=2000 WARMUP=50 bench/launch.sh
+#   ROUNDS=5 PAIRS=400 WARMUP=20 bench/launch.sh
 #
 # Raw per-pair times go to bench/results/launch/ (not in git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PAIRS=${PAIRS:-2000}
-WARMUP=${WARMUP:-50}
+ROUNDS=${ROUNDS:-5}
+PAIRS=${PAIRS:-400}
+WARMUP=${WARMUP:-20}
 if [ $# -ge 1 ]; then
   BIN=$(realpath "$1")
 else
@@ -46,10 +53,11 @@ LINKS=$(mktemp -d)
 trap 'rm -rf "$LINKS"' EXIT
 ln -s "$BIN" "$LINKS/numastat"
 ln -s "$BIN" "$LINKS/numactl"
-python3 - "$OUT" "$PAIRS" "$WARMUP" "$BIN" "$LINKS" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$PAIRS" "$WARMUP" "$BIN" "$LINKS" <<'PY'
 import math, os, shutil, statistics, sys, time
 
-out, pairs, warmup, binary, links = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+out, rounds, pairs, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+binary, links = sys.argv[5], sys.argv[6]
 # (what the table calls numakit's command, its argv, the C tool's command line)
 cases = [(f"numakit {a}", [binary] + a.split(), c) for a, c in [
     ("run -N 0 -- true", "numactl -N 0 true"),
@@ -81,22 +89,35 @@ def median_ci(values):
     lo, hi = max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half))
     return statistics.median(v), v[lo], v[hi]
 
-print(f"binary: {binary}; {pairs} pairs per row, {warmup} warm-up runs of each command\n")
+def uncache(path):
+    """Drops a file's clean, unmapped pages from the page cache."""
+    fd = os.open(os.path.realpath(path), os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+print(f"binary: {binary}; {rounds} rounds of {pairs} pairs per row, "
+      f"{warmup} warm-up runs of each command per round\n")
 print("| numakit | C tool | numakit median ms | C tool median ms "
-      "| wall ratio, median (95% CI) | CPU ratio, median (95% CI) |")
-print("|---|---|---|---|---|---|")
+      "| wall ratio, median (95% CI) | rounds' medians | CPU ratio, median (95% CI) | rounds' medians |")
+print("|---|---|---|---|---|---|---|---|")
 for i, (ours, a, theirs) in enumerate(cases):
     b = theirs.split()
     b[0] = shutil.which(b[0])
-    for _ in range(warmup):
-        run(a), run(b)
-    rows = []
-    for k in range(pairs):
-        if k % 2:
-            y = run(b); x = run(a)
-        else:
-            x = run(a); y = run(b)
-        rows.append((x, y))
+    rows, wall_rounds, cpu_rounds = [], [], []
+    for r in range(rounds):
+        uncache(a[0]), uncache(b[0])
+        for _ in range(warmup):
+            run(a), run(b)
+        got = []
+        for k in range(pairs):
+            if k % 2:
+                y = run(b); x = run(a)
+            else:
+                x = run(a); y = run(b)
+            got.append((x, y))
+        wall_rounds.append(statistics.median(x[0] / y[0] for x, y in got))
+        cpu_rounds.append(statistics.median(x[1] / y[1] for x, y in got if y[1] > 0))
+        rows += got
     with open(f"{out}/pair{i}.csv", "w") as f:
         f.write("numakit_wall_ms,numakit_cpu_ms,c_wall_ms,c_cpu_ms\n")
         for x, y in rows:
@@ -106,5 +127,6 @@ for i, (ours, a, theirs) in enumerate(cases):
     cpu = median_ci([x[1] / y[1] for x, y in rows if y[1] > 0])
     print(f"| `{ours}` | `{theirs}` "
           f"| {statistics.median(x[0] for x, _ in rows):.2f} | {statistics.median(y[0] for _, y in rows):.2f} "
-          f"| **{wall[0]:.2f}** ({wall[1]:.2f}–{wall[2]:.2f}) | **{cpu[0]:.2f}** ({cpu[1]:.2f}–{cpu[2]:.2f}) |")
+          f"| **{wall[0]:.2f}** ({wall[1]:.2f}–{wall[2]:.2f}) | {min(wall_rounds):.2f}–{max(wall_rounds):.2f} "
+          f"| **{cpu[0]:.2f}** ({cpu[1]:.2f}–{cpu[2]:.2f}) | {min(cpu_rounds):.2f}–{max(cpu_rounds):.2f} |")
 PY
