@@ -178,6 +178,6 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
         return Ok(0);
     }
     exclude(sys, args, socket)?;
-    batch::commit(sys, prepared, &d, "run --auto", None).map_err(|e| Failure::system(e.to_string()))?;
+    batch::commit(sys, prepared, &d, "run --auto").map_err(|e| Failure::system(e.to_string()))?;
     exec(&args.command)
 }

@@ -259,6 +259,8 @@ pub struct Prepared<'a> {
     pub job_cpus: CpuSet,
     /// What the caller should show although the task can be placed.
     pub warnings: Vec<String>,
+    /// The job and step the placement is recorded under ([`commit`]).
+    job_step: Option<JobStep>,
     lock: Option<Locked<'a>>,
 }
 
@@ -312,19 +314,19 @@ pub fn prepare<'a>(
     for l in &mut loads {
         l.idle_cpus = l.idle_cpus.difference(&host.reserved);
     }
-    Ok(Prepared { topo, given, loads, source: host.source, job_cpus, warnings, lock })
+    let job_step = job_step.cloned();
+    Ok(Prepared { topo, given, loads, source: host.source, job_cpus, warnings, job_step, lock })
 }
 
 /// Records `decision` in the ledger (when it claims anything and the
-/// ledger is held) as the calling process's placement, of `job_step` when
-/// given, then applies it to the calling process. If applying fails the
+/// ledger is held) as the calling process's placement, of the job step
+/// given to [`prepare`], then applies it to the calling process. If applying fails the
 /// record is taken back. Returns the warnings to show.
 pub fn commit(
     sys: &SysRoot,
     prepared: Prepared<'_>,
     decision: &TaskDecision,
     label: &str,
-    job_step: Option<&JobStep>,
 ) -> Result<Vec<String>, JobError> {
     let mut warnings = prepared.warnings;
     let pid = std::process::id() as i32;
@@ -338,7 +340,7 @@ pub fn commit(
                     job: label.to_string(),
                     claims: decision.claims.clone(),
                     placed_unix: crate::units::unix_now() as u64,
-                    job_step: job_step.cloned(),
+                    job_step: prepared.job_step.clone(),
                 };
                 match l.record(&e) {
                     Ok(()) => recorded = Some(l),
@@ -388,7 +390,7 @@ pub fn place_task(
         decision.reason =
             format!("{} (CPUs {}: where its job's other steps are placed here)", decision.reason, c.to_list());
     }
-    let warnings = commit(sys, prepared, &decision, &task.label, task.job_step.as_ref())?;
+    let warnings = commit(sys, prepared, &decision, &task.label)?;
     Ok(Placed { decision, warning: (!warnings.is_empty()).then(|| warnings.join("; ")) })
 }
 
