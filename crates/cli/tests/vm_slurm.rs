@@ -73,6 +73,12 @@ ready() {
   for i in $(seq 3000); do grep -q '^ready' $1 2>/dev/null && break; sleep 0.1; done
   sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' $1 | head -1
 }
+# ready_all OUT N SRUN_PID: waits until OUT has N ready lines or srun has
+# ended, prints "PID ADDR" for each ready line.
+ready_all() {
+  for i in $(seq 3000); do [ $(grep -c ^ready $1) -ge $2 ] || ! kill -0 $3 2>/dev/null && break; sleep 0.1; done
+  sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' $1
+}
 cpus() { sed -n 's/^Cpus_allowed_list:\t//p' /proc/$1/status; }
 # nodemem PID: "N0=pages N1=pages ..." summed over all its mappings.
 nodemem() {
@@ -229,12 +235,9 @@ echo "slurm_up $(now)"
 # sc PID: its cgroup's cpuset.cpus.effective and the cpuset.cpus Slurm wrote for its job.
 sc() { c=$(sed -n 's|^0::||p' /proc/$1/cgroup); echo "task_cg=$(cat /sys/fs/cgroup$c/cpuset.cpus.effective) job_cg=$(cat /sys/fs/cgroup${c%%/step_*}/cpuset.cpus)"; }
 timeout 600 srun --numa=auto -n2 -c2 $H --mib 32 > /tmp/i2.out 2>&1 &
-SP=$!
-for i in $(seq 3000); do [ $(grep -c ^ready /tmp/i2.out) -ge 2 ] || ! kill -0 $SP 2>/dev/null && break; sleep 0.1; done
+ready_all /tmp/i2.out 2 $! > /tmp/i2.ready
 grep -v '^ready' /tmp/i2.out | sed 's/^/i2_out /'
-sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' /tmp/i2.out | while read p a; do
-  echo "two cpus=$(cpus $p) $(sc $p) map=$(mapping $p $a)"; kill $p
-done
+while read p a; do echo "two cpus=$(cpus $p) $(sc $p) map=$(mapping $p $a)"; kill $p; done < /tmp/i2.ready
 wait
 echo "not_constrained $(grep -c 'cpuset cgroup controller is not available' $NK_SLURM_DIR/log/slurmd.log)"
 grep -h 'numakit: slurm job' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /placed /'
@@ -262,12 +265,9 @@ echo "one cpus=$(cpus $1) map=$(mapping $1 $2)"; kill $1; wait
 sed -n 's/^cpu-bind=/one_bind /p' /tmp/b1.out
 # Two tasks of two CPUs, each bound by Slurm to the CPUs of nodes 0 and 1 (0x33: 0,1,4,5).
 timeout 600 srun --numa=auto -n2 -c2 --exclusive --cpu-bind=verbose,mask_cpu:0x33,0x33 $H --mib 32 > /tmp/b2.out 2>&1 &
-SP=$!
-for i in $(seq 3000); do [ $(grep -c ^ready /tmp/b2.out) -ge 2 ] || ! kill -0 $SP 2>/dev/null && break; sleep 0.1; done
+ready_all /tmp/b2.out 2 $! > /tmp/b2.ready
 grep -v '^ready\|^cpu-bind=' /tmp/b2.out | sed 's/^/b2_out /'
-sed -n 's/^ready pid=\([0-9]*\) addr=\([0-9a-f]*\).*/\1 \2/p' /tmp/b2.out | while read p a; do
-  echo "two cpus=$(cpus $p) map=$(mapping $p $a)"; kill $p
-done
+while read p a; do echo "two cpus=$(cpus $p) map=$(mapping $p $a)"; kill $p; done < /tmp/b2.ready
 wait
 sed -n 's/^cpu-bind=/two_bind /p' /tmp/b2.out
 timeout 600 srun --numa=nodes:2 -n1 --exclusive --cpu-bind=map_cpu:0 true 2> /tmp/b3; echo "outside_rc $?"
