@@ -184,11 +184,14 @@ fn stat_compat_takes_numastat_options() {
     ] {
         let mut args = vec!["stat", "--compat"];
         args.extend(&ours);
+        // As compare_live: one of the real runs around ours, several tries.
         let mut ok = false;
-        for _ in 0..4 {
+        for _ in 0..16 {
             let x = run_as(Path::new("/usr/bin/numastat"), "numastat", &theirs, None);
             let o = Command::new(BIN).args(&args).env_remove("NUMASTAT_WIDTH").output().expect("numakit");
-            if x.status.code() == o.status.code() && mask(&x.stdout) == mask(&o.stdout) {
+            let y = run_as(Path::new("/usr/bin/numastat"), "numastat", &theirs, None);
+            let same = |r: &Output| r.status.code() == o.status.code() && mask(&r.stdout) == mask(&o.stdout);
+            if same(&x) || same(&y) {
                 ok = true;
                 break;
             }
