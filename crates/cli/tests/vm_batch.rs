@@ -33,6 +33,7 @@ wait
 for i in 1 2 3 4; do
   set -- $(cat /tmp/p$i)
   echo "job $i cpus=$(sed -n 's/^Cpus_allowed_list:\t//p' /proc/$1/status) map=$(mapping $1 $2)"
+  grep -v '^ready' /tmp/j$i | sed "s/^/said $i: /"
 done
 ls /tmp/ledger | grep -c '\.json$' | sed 's/^/entries /'
 $NK run --auto $L --cpus 2 -- true; echo "fifth $?"
@@ -79,7 +80,8 @@ fn vm_run_auto_jobs_spread_and_stay_inside_their_cpus() {
         nodes.push(a);
     }
     nodes.sort();
-    assert_eq!(nodes, [0, 1, 2, 3], "four jobs started together got disjoint nodes: {jobs:?}");
+    assert_eq!(nodes, [0, 1, 2, 3], "four jobs started together got disjoint nodes: {o:?}");
+    assert!(lines_with(o, "said ").is_empty(), "the jobs placed without a warning: {o:?}");
     assert_eq!(lines_with(o, "entries "), ["4"], "{o:?}");
     assert_eq!(lines_with(o, "fifth "), ["75"], "{o:?}");
     assert_eq!(lines_with(o, "fifth_waited "), ["75"], "{o:?}");

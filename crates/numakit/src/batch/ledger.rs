@@ -31,10 +31,12 @@ use crate::sys::SysRoot;
 /// Where the record lives unless told otherwise.
 pub const DEFAULT_DIR: &str = "/run/numakit/jobs";
 
-/// How long a placement waits for another one on the host to finish
-/// recording before giving up (a placement holds the lock for a few
-/// milliseconds).
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How long a placement waits for the others on the host to finish
+/// recording before it goes on without the ledger. One placement holds
+/// the lock for milliseconds, but a node's tasks start together: a burst
+/// of hundreds of tasks on a busy host queues for seconds, and placing
+/// blind is worse than waiting.
+pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// What one placement takes on one node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

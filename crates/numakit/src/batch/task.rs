@@ -280,6 +280,11 @@ pub fn prepare<'a>(
 ) -> Result<Prepared<'a>, JobError> {
     let sys_err = |e: String| JobError::System(e);
     let topo = Topology::read_nodes_only(sys).map_err(|e| sys_err(e.to_string()))?;
+    // The measured load before taking the lock: it is a snapshot either
+    // way, and what concurrent starts must agree on is the ledger, so the
+    // lock is held only to read the ledger, decide and record.
+    let host = load::current(sys, &topo, &LoadSource { daemon: Some(&site.socket), sample: site.sample })
+        .map_err(|e| sys_err(e.to_string()))?;
     let mut warnings = Vec::new();
     let (given, lock) = if sys.is_live() {
         let given = act::get_affinity(act::Pid::SELF).map_err(|e| sys_err(e.to_string()))?;
@@ -306,8 +311,6 @@ pub fn prepare<'a>(
         .partition(|e| matches!((job_step, &e.job_step), (Some(mine), Some(theirs)) if mine.is_sibling_step(theirs)));
     let job_nodes: NodeSet = own.iter().flat_map(|e| e.claims.iter().map(|c| c.node)).collect();
     let job_cpus = topo.cpus_of_nodes(&job_nodes);
-    let host = load::current(sys, &topo, &LoadSource { daemon: Some(&site.socket), sample: site.sample })
-        .map_err(|e| sys_err(e.to_string()))?;
     warnings.extend(host.warning);
     let mut loads = load::with_claims(&topo, &host.loads, &load::claims_of(sys, &entries));
     // The daemon's reserved CPUs are never idle for a job.
