@@ -1,5 +1,5 @@
 //! `numakit stat` and the exporter in a real 4-node kernel (QEMU test bed,
-//! topology `4n-rr`: CPU i on node i % 4), all checks in one boot:
+//! topology `4n-rr`: CPU i on node i % 4), in two boots side by side:
 //!
 //! * a helper holding 64 MiB bound to node 2 (`numakit run -N 2 -m 2`)
 //!   shows it in `stat -p`: every byte numa_maps puts on node 2 (between
@@ -42,7 +42,10 @@ fn helper(tag: &str) -> String {
     )
 }
 
-fn checks() -> Vec<(String, String)> {
+/// The checks, in two boots side by side (a guest is one TCG thread): the
+/// numastat parity rows in one, the rest in the other, each boot with its
+/// own helpers.
+fn boots() -> Vec<Vec<(String, String)>> {
     // AutoNUMA off first: the guest kernel boots with it on, and it can move
     // the helpers' shared-library pages to the node they run on while the
     // checks read them (a clean-clone CI run saw 312 pages more on node 2 in
@@ -82,18 +85,25 @@ fn checks() -> Vec<(String, String)> {
          {scrape}\nkill $E",
         scrape = bracketed("curl -sS \"$(grep -o 'http://[^ ]*' /tmp/exp.err)\"")
     );
+    let stop = "kill $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)";
     vec![
-        ("start".into(), start),
-        ("numastat_parity".into(), numastat_parity()),
-        ("bound".into(), bracketed(&format!("{NK} stat -p $(cat /tmp/bound.pid) --json"))),
-        ("inter_json".into(), format!("{NK} stat -p $(cat /tmp/inter.pid) --json")),
-        ("inter_maps".into(), "cat /proc/$(cat /tmp/inter.pid)/numa_maps".into()),
-        ("text".into(), format!("{NK} stat -p $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)")),
-        ("frozen".into(), frozen),
-        ("bracket".into(), format!("numastat; echo '=== ours'; {NK} stat --compat; echo '=== after'; numastat")),
-        ("exiting".into(), exiting),
-        ("exporter".into(), exporter),
-        ("stop".into(), "kill $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)".into()),
+        vec![
+            ("start0".into(), start.clone()),
+            ("numastat_parity".into(), numastat_parity()),
+            ("stop0".into(), stop.into()),
+        ],
+        vec![
+            ("start1".into(), start),
+            ("bound".into(), bracketed(&format!("{NK} stat -p $(cat /tmp/bound.pid) --json"))),
+            ("inter_json".into(), format!("{NK} stat -p $(cat /tmp/inter.pid) --json")),
+            ("inter_maps".into(), "cat /proc/$(cat /tmp/inter.pid)/numa_maps".into()),
+            ("text".into(), format!("{NK} stat -p $(cat /tmp/bound.pid) $(cat /tmp/inter.pid)")),
+            ("frozen".into(), frozen),
+            ("bracket".into(), format!("numastat; echo '=== ours'; {NK} stat --compat; echo '=== after'; numastat")),
+            ("exiting".into(), exiting),
+            ("exporter".into(), exporter),
+            ("stop1".into(), stop.into()),
+        ],
     ]
 }
 
@@ -255,14 +265,18 @@ fn parse_compat(text: &str) -> Vec<(String, String, u64)> {
 fn vm_stat_in_four_nodes() {
     require_vm!();
     let topo = Topology::named("4n-rr").expect("named topology");
-    let checks = checks();
-    let out = Vm::run_checks(&topo, &checks, RunSpec::default().timeout(Duration::from_secs(600)))
+    let out = Vm::run_boots(&topo, &boots(), RunSpec::default().timeout(Duration::from_secs(600)))
         .unwrap_or_else(|e| panic!("guest: {e}"));
     let get = |k: &str| out[k].stdout.clone();
-    let started = get("start");
-    let ids: Vec<&str> = started.lines().collect();
-    assert!(ids.len() == 3 && ids[2] == "python3", "helpers did not start: {started}\n{}", out["start"].stderr);
-    let (bound_pid, inter_pid) = (ids[0], ids[1]);
+    let mut helpers = Vec::new();
+    for start in ["start0", "start1"] {
+        let started = get(start);
+        let ids: Vec<String> = started.lines().map(str::to_string).collect();
+        assert!(ids.len() == 3 && ids[2] == "python3", "helpers did not start: {started}\n{}", out[start].stderr);
+        helpers.push(ids);
+    }
+    // The pids the checks of the second boot read.
+    let (bound_pid, inter_pid) = (helpers[1][0].as_str(), helpers[1][1].as_str());
     let mib = MIB << 20;
 
     // numastat parity: the real numastat and numakit as `numastat`, byte for
