@@ -282,7 +282,7 @@ pub fn prepare<'a>(
     let topo = Topology::read_nodes_only(sys).map_err(|e| sys_err(e.to_string()))?;
     // The measured load before taking the lock: it is a snapshot either
     // way, and what concurrent starts must agree on is the ledger, so the
-    // lock is held only to read the ledger, decide and record.
+    // lock is held only to read the ledger, decide, record and apply.
     let host = load::current(sys, &topo, &LoadSource { daemon: Some(&site.socket), sample: site.sample })
         .map_err(|e| sys_err(e.to_string()))?;
     let mut warnings = Vec::new();
