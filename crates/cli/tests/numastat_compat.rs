@@ -61,26 +61,29 @@ fn mask(b: &[u8]) -> String {
     String::from_utf8_lossy(b).chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect()
 }
 
-/// Ours equals one of two real runs around it (masked stdout; stderr and
-/// exit code exact); several tries, as a row can turn non-zero between
-/// runs, and with `-s` two rows of close sizes (55 and 56 MB) can swap
-/// places while the machine is busy (4 tries were not enough for `-m -s`
-/// beside a build).
-fn compare_live(ours_prog: &Path, args: &[&str], width: Option<&str>) -> Result<(), String> {
+/// Runs the real numastat with `theirs`, then `ours`, then the real one
+/// again, until `same` holds for ours and one of the two real runs around
+/// it; several tries, as a row can turn non-zero between runs, and with
+/// `-s` two rows of close sizes (55 and 56 MB) can swap places while the
+/// machine is busy (4 tries were not enough for `-m -s` beside a build).
+/// Err: the last try, both sides.
+fn around_real(
+    theirs: &[&str],
+    width: Option<&str>,
+    ours: impl Fn() -> Output,
+    same: impl Fn(&Output, &Output) -> bool,
+) -> Result<(), String> {
     let real = Path::new("/usr/bin/numastat");
     let mut why = String::new();
     for _ in 0..16 {
-        let a = run_as(real, "numastat", args, width);
-        let o = run_as(ours_prog, "numastat", args, width);
-        let b = run_as(real, "numastat", args, width);
-        let same = |r: &Output| {
-            r.status.code() == o.status.code() && r.stderr == o.stderr && mask(&r.stdout) == mask(&o.stdout)
-        };
-        if same(&a) || same(&b) {
+        let a = run_as(real, "numastat", theirs, width);
+        let o = ours();
+        let b = run_as(real, "numastat", theirs, width);
+        if same(&a, &o) || same(&b, &o) {
             return Ok(());
         }
         why = format!(
-            "numastat {args:?} NUMASTAT_WIDTH={width:?}:\n--- numastat (exit {:?}) ---\n{}{}\n--- numakit (exit {:?}) ---\n{}{}",
+            "numastat {theirs:?} NUMASTAT_WIDTH={width:?}:\n--- numastat (exit {:?}) ---\n{}{}\n--- numakit (exit {:?}) ---\n{}{}",
             a.status.code(),
             String::from_utf8_lossy(&a.stdout),
             String::from_utf8_lossy(&a.stderr),
@@ -90,6 +93,17 @@ fn compare_live(ours_prog: &Path, args: &[&str], width: Option<&str>) -> Result<
         );
     }
     Err(why)
+}
+
+/// numakit invoked as numastat (`ours_prog`) equals one of two real runs
+/// around it ([`around_real`]): masked stdout, stderr and exit code exact.
+fn compare_live(ours_prog: &Path, args: &[&str], width: Option<&str>) -> Result<(), String> {
+    around_real(
+        args,
+        width,
+        || run_as(ours_prog, "numastat", args, width),
+        |r, o| r.status.code() == o.status.code() && r.stderr == o.stderr && mask(&r.stdout) == mask(&o.stdout),
+    )
 }
 
 #[test]
@@ -184,19 +198,14 @@ fn stat_compat_takes_numastat_options() {
     ] {
         let mut args = vec!["stat", "--compat"];
         args.extend(&ours);
-        // As compare_live: one of the real runs around ours, several tries.
-        let mut ok = false;
-        for _ in 0..16 {
-            let x = run_as(Path::new("/usr/bin/numastat"), "numastat", &theirs, None);
-            let o = Command::new(BIN).args(&args).env_remove("NUMASTAT_WIDTH").output().expect("numakit");
-            let y = run_as(Path::new("/usr/bin/numastat"), "numastat", &theirs, None);
-            let same = |r: &Output| r.status.code() == o.status.code() && mask(&r.stdout) == mask(&o.stdout);
-            if same(&x) || same(&y) {
-                ok = true;
-                break;
-            }
-        }
-        assert!(ok, "numakit {args:?} differs from numastat {theirs:?}");
+        // Masked stdout and exit code, as numastat given `theirs`.
+        let r = around_real(
+            &theirs,
+            None,
+            || Command::new(BIN).args(&args).env_remove("NUMASTAT_WIDTH").output().expect("numakit"),
+            |r, o| r.status.code() == o.status.code() && mask(&r.stdout) == mask(&o.stdout),
+        );
+        assert!(r.is_ok(), "numakit {args:?} differs from numastat {theirs:?}: {}", r.unwrap_err());
     }
     let o = Command::new(BIN).args(["stat", "-z"]).output().expect("numakit");
     assert_eq!(o.status.code(), Some(2), "numastat's options need --compat");
