@@ -22,6 +22,8 @@
 //!   (what `stat`, `top` and the exporter show);
 //! * [`present`]: text, JSON and SVG views of the model (no I/O: they
 //!   return strings);
+//! * [`experiment`]: randomized NUMA experiments on a farm: each job
+//!   step's outcome record;
 //! * [`tune`]: kernel NUMA knobs: show, checked set/apply with a state
 //!   file so every change can be reverted, profiles, readiness check;
 //!
@@ -58,6 +60,7 @@ pub mod bench;
 #[cfg(feature = "measure")]
 pub mod compare;
 pub mod daemon;
+pub mod experiment;
 pub mod files;
 pub mod irq;
 pub mod place;
