@@ -80,6 +80,12 @@ fn extract_all() -> Vec<Fixture> {
         return Vec::new();
     };
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hwloc-fixtures");
+    // Test processes run side by side (cargo nextest): one extracts, the
+    // others wait for it on this lock and find the markers.
+    std::fs::create_dir_all(&work).expect("fixtures folder");
+    let lock = std::fs::File::create(work.join(".lock")).expect("fixtures lock");
+    // SAFETY: flock on a descriptor this function owns; released when `lock` is dropped.
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0, "lock fixtures");
     let mut out = Vec::new();
     let mut refs: Vec<PathBuf> = std::fs::read_dir(dir.join("refs"))
         .expect("refs folder")
