@@ -354,6 +354,9 @@ fn another_slurm_version_is_one_line_and_never_a_crash() {
     assert_eq!(refused.iter().filter(|l| !l.contains("] [")).count(), 1, "slurmd's own: {refused:#?}");
     assert_eq!(refused.iter().filter(|l| l.contains("] [1.0] ")).count(), 1, "the step's: {refused:#?}");
     assert!(ours(&log).is_empty(), "{log}");
+    // Its option is not there either: one of srun's own usage errors.
+    let out = run(&slurm, &["srun", "--numa=local", "/bin/true"]);
+    assert!(out.status != 0 && out.stderr.contains("unrecognized option '--numa=local'"), "{out:?}");
 
     // 22.05.2: the same minor release, which Slurm loads; the plugin's first
     // line says what it was built for and what loaded it.
