@@ -24,7 +24,7 @@
 //! The plugin is built for one Slurm release (`slurm_version.h` at build time,
 //! `build.rs`): its first line in each process that loads it says which, and
 //! a Slurm of another major or minor number gets one error line instead of
-//! placements (`version`; Slurm 20.11 and later refuse to load it before that).
+//! placements (`version`; Slurm 22.05 refuses to load it before that).
 //!
 //! The decisions, the host-local ledger and the daemon registration of `none`
 //! are the library's (`numakit::batch`); the plugin only adapts Slurm's calls.
@@ -63,8 +63,8 @@ pub const SLURM_VERSION_NUMBER: u32 = match BUILT_FOR {
 //   const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 //   const unsigned int spank_plugin_version = 1;
 // The names are arrays of chars (the symbol is the string itself, not a pointer
-// to it). Slurm 20.11 and later load the plugin only if plugin_version has their
-// own major and minor number (see `version`).
+// to it). Slurm 22.05 loads the plugin only if plugin_version has its own major
+// and minor number (see `version`).
 
 /// `plugin_name`: the plugin's name in Slurm's messages.
 #[no_mangle]

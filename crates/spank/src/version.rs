@@ -2,12 +2,13 @@
 //! (also compiled into `build.rs`, which does the reading), writing it as Slurm
 //! does (`22.05.8`), and checking it against the Slurm that loaded the plugin.
 //!
-//! Slurm 20.11 and later refuse, before any of the plugin's code runs, a SPANK
-//! plugin whose `plugin_version` differs from theirs in major or minor number
-//! (slurmd's log: `plugin_load_from_file: Incompatible Slurm plugin PATH version
-//! (21.08.8)`); a different micro number loads. [`check`] is the plugin's own
-//! line for the Slurms that load it anyway (older ones skip the test for SPANK
-//! plugins) and for a plugin built without Slurm's headers. Pure: no file read
+//! Slurm 22.05 (tried in tests/slurm.rs) refuses, before any of the plugin's
+//! code runs, a SPANK plugin whose `plugin_version` differs from its own in
+//! major or minor number (slurmd's log: `plugin_load_from_file: Incompatible
+//! Slurm plugin PATH version (21.08.8)`); a different micro number loads.
+//! [`check`] is the plugin's own line for a Slurm that loads it anyway (older
+//! releases' plugin.c skipped the test for SPANK plugins) and for a plugin
+//! built without Slurm's headers. Pure: no file read
 //! at run time, no call into Slurm.
 
 /// `SLURM_VERSION_NUMBER` as `slurm_version.h` defines it (`0x160508`, or a
