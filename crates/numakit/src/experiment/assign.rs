@@ -25,7 +25,7 @@
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use super::design::{ArmKind, Design};
+use super::design::{ArmKind, Assignment, Design};
 use super::record::{ArmSource, Unit};
 use crate::batch::JobMode;
 
@@ -45,25 +45,6 @@ pub struct Subject<'a> {
     pub host: &'a str,
     /// When the step starts, seconds since the epoch.
     pub start_unix: f64,
-}
-
-/// What a job runs with, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Assignment {
-    /// The experiment that ran (`None`: none, or stopped).
-    pub experiment: Option<String>,
-    /// Its unit.
-    pub unit: Option<Unit>,
-    /// With a host-period unit, the period's index.
-    pub period: Option<u64>,
-    /// The arm: a mode as typed, or a daemon arm's label.
-    pub arm: String,
-    /// How the arm was set.
-    pub source: ArmSource,
-    /// The mode the job's tasks are placed with.
-    pub mode: JobMode,
-    /// With a daemon arm: whether the host's daemon acts.
-    pub daemon: Option<bool>,
 }
 
 /// The draw `u` for a message of `fields`, keyed with `key`.

@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::record::Unit;
+use super::record::{ArmSource, Unit};
 use crate::batch::JobMode;
 
 /// The words that belong to an experiment (`NAME=...`); the rest of a
@@ -64,6 +64,25 @@ pub struct Design {
     pub cluster: Option<String>,
 }
 
+/// What a job runs with, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The experiment that ran (`None`: none, or stopped).
+    pub experiment: Option<String>,
+    /// Its unit.
+    pub unit: Option<Unit>,
+    /// With a host-period unit, the period's index.
+    pub period: Option<u64>,
+    /// The arm: a mode as typed, or a daemon arm's label.
+    pub arm: String,
+    /// How the arm was set.
+    pub source: ArmSource,
+    /// The mode the job's tasks are placed with.
+    pub mode: JobMode,
+    /// With a daemon arm: whether the host's daemon acts.
+    pub daemon: Option<bool>,
+}
+
 /// The largest share an arm may have (shares are weights, not counts).
 pub const MAX_SHARE: u32 = 1000;
 
@@ -91,7 +110,10 @@ impl Design {
         for w in words {
             let w = w.as_ref();
             let Some((k, v)) = w.split_once('=').filter(|(k, _)| WORDS.contains(k)) else {
-                return Err(format!("invalid experiment word {w:?}: use {}", WORDS.map(|k| format!("{k}=")).join(", ")));
+                return Err(format!(
+                    "invalid experiment word {w:?}: use {}",
+                    WORDS.map(|k| format!("{k}=")).join(", ")
+                ));
             };
             if seen.iter().any(|(sk, _, _)| *sk == k) {
                 return Err(format!("invalid experiment word {w:?}: {k}= is given twice"));
@@ -102,9 +124,7 @@ impl Design {
         let Some((name, name_w)) = get("experiment") else {
             return Err(format!("{}: an experiment needs experiment=NAME", seen[0].2));
         };
-        if name.is_empty()
-            || name.len() > 64
-            || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        if name.is_empty() || name.len() > 64 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
         {
             return Err(format!(
                 "invalid experiment word {name_w:?}: a name of 1 to 64 letters, digits, '.', '_' or '-'"
@@ -126,7 +146,9 @@ impl Design {
                 Some(d)
             }
             (None, Unit::HostPeriod) => return Err(format!("{name_w}: unit=host-period needs period=DURATION")),
-            (Some((_, w)), _) => return Err(format!("invalid experiment word {w:?}: period= goes with unit=host-period")),
+            (Some((_, w)), _) => {
+                return Err(format!("invalid experiment word {w:?}: period= goes with unit=host-period"))
+            }
             (None, _) => None,
         };
         let Some((arms_v, arms_w)) = get("arms") else {
@@ -144,7 +166,9 @@ impl Design {
             None => return Err(format!("{name_w}: an experiment needs key=FILE (a secret of at least 16 bytes)")),
         };
         let until = match get("until") {
-            Some((v, w)) => Some(crate::units::parse_utc(v).map_err(|e| format!("invalid experiment word {w:?}: {e}"))?),
+            Some((v, w)) => {
+                Some(crate::units::parse_utc(v).map_err(|e| format!("invalid experiment word {w:?}: {e}"))?)
+            }
             None => None,
         };
         let stop = match get("stop") {
