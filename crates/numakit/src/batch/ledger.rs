@@ -223,6 +223,22 @@ impl Ledger {
         held.record(&e)
     }
 
+    /// Whether `note` is new on this host for this user: the last note
+    /// given is kept in `.note.UID` in the folder, and the same note again
+    /// is not new. So an error every job start meets (a missing key) is
+    /// logged once, not once per job; a different one is logged again.
+    /// A folder that cannot be written makes every note new.
+    pub fn note_once(&self, note: &str) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        let path = self.dir.join(format!(".note.{}", unsafe { libc::geteuid() }));
+        if fs::read(&path).is_ok_and(|old| old == note.as_bytes()) {
+            return false;
+        }
+        let _ = self.create();
+        let _ = files::write_replace(&path, note.as_bytes());
+        true
+    }
+
     /// Every entry whose file reads, without checking the processes
     /// (files that are not entries are skipped).
     pub fn read_all(&self) -> Result<Vec<Entry>, LedgerError> {
@@ -383,6 +399,17 @@ mod tests {
         assert!(l.tag(&sys, 12, "gone", None, tag).is_err(), "a process that is not there");
         // Written without the field when there is none; read back alike.
         assert!(!serde_json::to_string(&entry(1, 1)).unwrap().contains("arm"));
+    }
+
+    #[test]
+    fn a_note_is_new_once() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path().join("jobs"));
+        assert!(l.note_once("key /k: missing"));
+        assert!(!l.note_once("key /k: missing"));
+        assert!(l.note_once("key /k: 5 bytes"));
+        assert!(l.note_once("key /k: missing"), "a change back is new again");
+        assert!(Ledger::new("/proc/no/such").note_once("x") && Ledger::new("/proc/no/such").note_once("x"));
     }
 
     #[test]
