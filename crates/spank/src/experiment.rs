@@ -131,9 +131,13 @@ fn job_ids(spank: SpankHandle, job: u32) -> JobIds {
 /// exporter; the page a task hands its placement back through.
 pub fn start(spank: SpankHandle, job: u32, step: String, asked: Option<JobMode>, site: &Site) {
     let start_unix = unix_now();
-    let ids = job_ids(spank, job);
+    let mut ids = job_ids(spank, job);
     let host = host();
     let design = lock(&DESIGN).clone();
+    // The cluster the arm is drawn for: the experiment's cluster= first.
+    if let Some(c) = design.as_ref().and_then(|d| d.cluster.clone()) {
+        ids.cluster = Some(c);
+    }
     let ledger = Ledger::new(&site.ledger);
     let (stop, key) = match &design {
         Some(d) => {

@@ -53,7 +53,8 @@ pub fn cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 impl Hardware {
-    /// The key of a machine model (read with its CPUs: [`Topology::read`])
+    /// The key of a machine model (read with its CPUs: [`Topology::read`]
+    /// or [`Topology::read_shape`])
     /// and its `/proc/cpuinfo`. Nodes with neither CPUs nor memory are
     /// left out; a memory-less node counts 0 bytes.
     pub fn of(topo: &Topology, cpuinfo: Option<&str>) -> Hardware {
@@ -76,10 +77,10 @@ impl Hardware {
         Hardware { key, packages, nodes: nodes.len() as u32, cores, cpus, node_mem_bytes, cpu_model }
     }
 
-    /// Reads the machine through `sys` ([`Topology::read`] and
+    /// Reads the machine through `sys` ([`Topology::read_shape`] and
     /// `proc/cpuinfo`; a missing or unreadable cpuinfo leaves the model out).
     pub fn read(sys: &SysRoot) -> Result<Hardware, SysError> {
-        let topo = Topology::read(sys)?;
+        let topo = Topology::read_shape(sys)?;
         let cpuinfo = sys.read("proc/cpuinfo").ok().flatten();
         Ok(Hardware::of(&topo, cpuinfo.as_deref()))
     }
@@ -156,5 +157,7 @@ mod tests {
         std::fs::write(d.path().join("proc/cpuinfo"), "model name : Fake\n").unwrap();
         let h = Hardware::read(&SysRoot::at(d.path())).unwrap();
         assert_eq!(h.key, "2p-2n-4c-4t-2x512M-Fake");
+        let full = Topology::read(&SysRoot::at(d.path())).unwrap();
+        assert_eq!(h, Hardware::of(&full, Some("model name : Fake")), "the shape is the full model's");
     }
 }
