@@ -307,6 +307,19 @@ impl Locked<'_> {
     }
 }
 
+/// The arm of the job a cgroup holds, from the ledger's `entries` (live
+/// ones, [`Locked::live`] or [`is_running`]): the entry of the Slurm job
+/// `slurm_job` (its slurmstepd's), else one whose process is among
+/// `pids` (a wrapper's job). `None` when no entry carries an arm.
+pub fn arm_of<'a>(entries: &'a [Entry], slurm_job: Option<u64>, pids: &[i32]) -> Option<&'a ArmTag> {
+    let with_arm = || entries.iter().filter(|e| e.arm.is_some());
+    let by_job = slurm_job.and_then(|j| {
+        let name = format!("slurm job {j}");
+        with_arm().find(|e| e.job_step.as_ref().is_some_and(|s| s.job == name))
+    });
+    by_job.or_else(|| with_arm().find(|e| pids.contains(&e.pid))).and_then(|e| e.arm.as_ref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,6 +412,22 @@ mod tests {
         assert!(l.tag(&sys, 12, "gone", None, tag).is_err(), "a process that is not there");
         // Written without the field when there is none; read back alike.
         assert!(!serde_json::to_string(&entry(1, 1)).unwrap().contains("arm"));
+    }
+
+    #[test]
+    fn the_arm_of_a_job_by_slurm_job_or_by_pid() {
+        let tag = |arm: &str| ArmTag { experiment: Some("q".into()), arm: arm.into(), source: "assigned".into() };
+        let step = JobStep { job: "slurm job 4".into(), step: "slurm job 4.0".into() };
+        let entries = vec![
+            Entry { arm: Some(tag("auto")), job_step: Some(step), ..entry(10, 1) },
+            Entry { arm: Some(tag("none")), ..entry(20, 1) },
+            entry(30, 1),
+        ];
+        assert_eq!(arm_of(&entries, Some(4), &[]).map(|t| t.arm.as_str()), Some("auto"));
+        assert_eq!(arm_of(&entries, Some(5), &[7, 20]).map(|t| t.arm.as_str()), Some("none"));
+        assert_eq!(arm_of(&entries, None, &[20]).map(|t| t.arm.as_str()), Some("none"));
+        assert_eq!(arm_of(&entries, None, &[30]), None, "an entry without an arm");
+        assert_eq!(arm_of(&entries, Some(44), &[]), None);
     }
 
     #[test]
