@@ -180,6 +180,27 @@ pub fn assign(
     (a, None)
 }
 
+/// Why the host's daemon must only decide and log at `now` in a daemon
+/// experiment (this host's arm for the period `now` falls in is
+/// `daemon-off`), or `None` when it acts as its settings say (arm
+/// `daemon-on`, the experiment stopped, or not a daemon experiment).
+pub fn daemon_off(design: &Design, key: &[u8], host: &str, now: f64, stop_present: bool) -> Option<String> {
+    let cluster = design.cluster.as_deref()?;
+    if !design.daemon_arms() || stopped(design, now, stop_present).is_some() {
+        return None;
+    }
+    let s = Subject { cluster: Some(cluster), job: "", host, start_unix: now };
+    let (i, period) = arm_index(design, key, cluster, &s);
+    let off = matches!(design.arms[i].kind, ArmKind::Daemon(false));
+    let when = period.map_or_else(String::new, |p| format!(" in period {p}"));
+    off.then(|| {
+        format!(
+            "experiment {}: this host's arm is {}{when}: deciding and logging only",
+            design.name, design.arms[i].label
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +289,28 @@ mod tests {
         assert_eq!(period, Some(10));
         let h = design("experiment=h arms=auto,none unit=host key=/k");
         assert_eq!(fields(&h, "farm", &subject("7", "wn2", 0.0)).0, ["numakit-arm/1", "h", "farm", "host", "wn2"]);
+    }
+
+    #[test]
+    fn the_daemon_is_off_in_the_periods_its_host_draws_off() {
+        let d = design("experiment=s arms=daemon-on,daemon-off unit=host-period period=1h key=/k cluster=c stop=/s");
+        let mut offs = 0;
+        for p in 0..200u64 {
+            let t = p as f64 * 3600.0 + 10.0;
+            let s = Subject { cluster: None, job: "", host: "wn1", start_unix: t };
+            let (a, _) = assign(Some(&d), Ok(KEY), None, None, &JobMode::Auto, &s);
+            let off = daemon_off(&d, KEY, "wn1", t, false);
+            // The daemon and the jobs' records agree on the host's arm.
+            assert_eq!(off.is_some(), a.arm == "daemon-off", "period {p}");
+            if let Some(w) = off {
+                assert!(w.contains(&format!("daemon-off in period {p}")), "{w}");
+                offs += 1;
+                assert_eq!(daemon_off(&d, KEY, "wn1", t, true), None, "stopped by the site: it acts");
+            }
+        }
+        assert!((70..=130).contains(&offs), "half the periods off: {offs}");
+        let modes = design("experiment=m arms=auto,none unit=host key=/k cluster=c");
+        assert_eq!(daemon_off(&modes, KEY, "wn1", 0.0, false), None, "not the daemon's experiment");
     }
 
     #[test]
