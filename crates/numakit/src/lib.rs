@@ -22,8 +22,8 @@
 //!   (what `stat`, `top` and the exporter show);
 //! * [`present`]: text, JSON and SVG views of the model (no I/O: they
 //!   return strings);
-//! * [`experiment`]: randomized NUMA experiments on a farm: each job
-//!   step's outcome record;
+//! * [`experiment`]: randomized NUMA experiments on a farm: the site's
+//!   design, each job step's outcome record and what fills it;
 //! * [`tune`]: kernel NUMA knobs: show, checked set/apply with a state
 //!   file so every change can be reverted, profiles, readiness check;
 //!
@@ -43,7 +43,9 @@
 //!   `present::bench` and `present::compare` render them;
 //! * `plot` (with `measure`, `plotters`): `present::plot`, the bench
 //!   results as SVG charts;
-//! * `prometheus`: `present::prometheus`, the exporter's text exposition.
+//! * `prometheus`: `present::prometheus`, the exporter's text exposition;
+//! * `experiment` (with `hmac`, `sha2`): `experiment::assign`, the keyed
+//!   draw of a job's arm.
 //!
 //! ```
 //! use numakit::sets::CpuSet;
