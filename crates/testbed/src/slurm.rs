@@ -430,19 +430,20 @@ impl Slurm {
     }
 }
 
-/// The last lines of every daemon's log in `dir` (and of what it printed).
+/// The last lines of every daemon's log in `dir`, or of what it printed
+/// where it wrote no log (a daemon that stopped before opening it).
 fn logs_of(dir: &Path) -> String {
     let mut out = String::new();
     for d in ["munged", "mariadb", "slurmdbd", "slurmctld", "slurmd"] {
-        for file in [format!("{d}.log"), format!("{d}.out")] {
-            let Ok(log) = fs::read_to_string(dir.join("log").join(&file)) else { continue };
-            let lines: Vec<&str> = log.lines().collect();
-            if lines.is_empty() && file.ends_with(".out") {
-                continue;
-            }
-            let tail = &lines[lines.len().saturating_sub(40)..];
-            out.push_str(&format!("--- {file} (last {} lines) ---\n{}\n", tail.len(), tail.join("\n")));
-        }
+        let read = |file: &str| fs::read_to_string(dir.join("log").join(file)).ok().filter(|t| !t.trim().is_empty());
+        let Some((file, log)) =
+            [format!("{d}.log"), format!("{d}.out")].into_iter().find_map(|f| read(&f).map(|t| (f, t)))
+        else {
+            continue;
+        };
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(40)..];
+        out.push_str(&format!("--- {file} (last {} lines) ---\n{}\n", tail.len(), tail.join("\n")));
     }
     out
 }
