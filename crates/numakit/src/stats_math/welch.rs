@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::summary::{mean, student_t_quantile, CONFIDENCE};
+use super::moments::Moments;
+use super::summary::{student_t_quantile, CONFIDENCE};
 
 /// The significance level numakit uses (5%).
 pub const SIGNIFICANCE: f64 = 0.05;
@@ -33,14 +34,16 @@ pub struct Welch {
 /// has fewer than two values. Two constant samples give p = 1 when their
 /// means are equal and p = 0 otherwise.
 pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<Welch> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (ma, mb) = (mean(a)?, mean(b)?);
-    let var = |xs: &[f64], m: f64| xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64;
-    let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
-    let difference = mb - ma;
+    welch_from_moments(&Moments::of(a), &Moments::of(b))
+}
+
+/// [`welch_t_test`] from the two samples' [`Moments`] (what a streaming
+/// reader keeps instead of the values).
+pub fn welch_from_moments(a: &Moments, b: &Moments) -> Option<Welch> {
+    let (va, vb) = (a.variance()?, b.variance()?);
+    let (na, nb) = (a.n as f64, b.n as f64);
+    let (va, vb) = (va / na, vb / nb);
+    let difference = b.mean - a.mean;
     let se2 = va + vb;
     if se2 == 0.0 {
         let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
