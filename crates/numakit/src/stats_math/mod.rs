@@ -30,10 +30,10 @@ mod welch;
 pub use adjust::{benjamini_hochberg, holm, Adjustment};
 pub use gof::{chi_square_gof, GoodnessOfFit};
 pub use moments::Moments;
-pub use planning::{expected_max_variance_pct, runs_needed, welch_jobs_needed, PlanRow, MAX_RUNS_NEEDED};
+pub use planning::{expected_max_variance_pct, runs_needed, paired_units_needed, welch_jobs_needed, PlanRow, MAX_RUNS_NEEDED};
 pub use sign::{sign_test, SignTest};
 pub use spread::{mad, robust_z, sd_ratio, SdRatio};
 pub use summary::{
     confidence_half_width, max_variance_pct, mean, median, std_error, stddev, student_t_quantile, Summary, CONFIDENCE,
 };
-pub use welch::{welch_from_moments, welch_t_test, Welch, SIGNIFICANCE};
+pub use welch::{one_sample_from_moments, welch_from_moments, welch_t_test, Welch, SIGNIFICANCE};

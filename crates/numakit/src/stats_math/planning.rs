@@ -114,6 +114,36 @@ pub fn welch_jobs_needed(sd_a: f64, sd_b: f64, share_b: f64, delta: f64, power: 
     (hi <= cap).then_some(hi)
 }
 
+/// The fewest paired units (hosts, each with its arm and its control) with
+/// which the one-sample t-test of their differences, standard deviation
+/// `sd`, finds a mean difference `delta` with chance `power` at level
+/// [`SIGNIFICANCE`]: the smallest n with δ √n / sd ≥ t(1 - α/2, n - 1) +
+/// t(power, n - 1). `None` as for [`welch_jobs_needed`].
+pub fn paired_units_needed(sd: f64, delta: f64, power: f64) -> Option<u64> {
+    if !(sd.is_finite() && sd >= 0.0 && delta.is_finite() && delta != 0.0 && power > SIGNIFICANCE / 2.0 && power < 1.0)
+    {
+        return None;
+    }
+    let enough = |n: u64| -> Option<bool> {
+        let df = (n - 1) as f64;
+        let need = student_t_quantile(1.0 - SIGNIFICANCE / 2.0, df)? + student_t_quantile(power, df)?;
+        Some(sd == 0.0 || delta.abs() * (n as f64).sqrt() / sd >= need)
+    };
+    let cap = (MAX_RUNS_NEEDED as u64) * 100;
+    let mut n = 2;
+    while !enough(n)? {
+        n += 1 + n / 8;
+        if n > cap {
+            return None;
+        }
+    }
+    // step back to the first n that is enough
+    while n > 2 && enough(n - 1)? {
+        n -= 1;
+    }
+    Some(n)
+}
+
 /// One row of the planning table: what `runs` runs give.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanRow {
@@ -184,6 +214,21 @@ mod tests {
             let t = |n: usize| student_t_quantile(0.975, (n - 1) as f64).expect("t") * cv / (n as f64).sqrt();
             assert!(t(n) <= target && t(n - 1) > target, "cv {cv} target {target}: {n}");
         }
+    }
+
+    #[test]
+    fn paired_units_by_formula() {
+        // sd 0.05, δ 0.02: normal n = (1.96 + 0.8416)² × 6.25 = 49.06; the t
+        // quantiles add about two units
+        let n = paired_units_needed(0.05, 0.02, 0.8).expect("n");
+        assert!((51..=53).contains(&n), "{n}");
+        let t = |n: u64| {
+            let df = (n - 1) as f64;
+            (student_t_quantile(0.975, df).expect("t") + student_t_quantile(0.8, df).expect("t")) * 0.05
+                / (n as f64).sqrt()
+        };
+        assert!(t(n) <= 0.02 && t(n - 1) > 0.02, "{n}");
+        assert_eq!(paired_units_needed(0.05, 0.0, 0.8), None);
     }
 
     #[test]

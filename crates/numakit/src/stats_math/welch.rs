@@ -74,6 +74,44 @@ pub fn welch_from_moments(a: &Moments, b: &Moments) -> Option<Welch> {
     })
 }
 
+/// Student's one-sample t-test of mean zero from the sample's [`Moments`]
+/// (paired differences: a host's arm against its control), in [`Welch`]'s
+/// shape: `difference` is the mean, `df` n - 1. `None` below two values.
+/// A constant sample gives p = 1 when it is zero and p = 0 otherwise.
+pub fn one_sample_from_moments(m: &Moments) -> Option<Welch> {
+    let v = m.variance()?;
+    let n = m.n as f64;
+    let se = (v / n).sqrt();
+    let df = n - 1.0;
+    let difference = m.mean;
+    if se == 0.0 {
+        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        let t = if difference == 0.0 { 0.0 } else { difference.signum() * f64::INFINITY };
+        return Some(Welch {
+            difference,
+            t,
+            df,
+            p_value,
+            diff_ci_low: difference,
+            diff_ci_high: difference,
+            significant: p_value < SIGNIFICANCE,
+        });
+    }
+    let t = difference / se;
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p_value = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
+    let half = student_t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, df)? * se;
+    Some(Welch {
+        difference,
+        t,
+        df,
+        p_value,
+        diff_ci_low: difference - half,
+        diff_ci_high: difference + half,
+        significant: p_value < SIGNIFICANCE,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +140,18 @@ mod tests {
         assert!(w.diff_ci_low < 1.0 && 1.0 < w.diff_ci_high);
         let back = welch_t_test(&b, &a).expect("welch");
         assert!((back.t + w.t).abs() < 1e-12 && (back.p_value - w.p_value).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_sample_by_hand() {
+        // 1, 2, 3, 4, 5: mean 3, sd sqrt(2.5), se 0.7071, t 4.2426, df 4,
+        // p 0.01324 (t table), half-width 2.7764 × 0.7071
+        let w = one_sample_from_moments(&Moments::of(&[1.0, 2.0, 3.0, 4.0, 5.0])).expect("t");
+        assert!((w.t - 4.242_64).abs() < 1e-4 && w.df == 4.0, "{w:?}");
+        assert!((w.p_value - 0.013_24).abs() < 1e-4, "{w:?}");
+        assert!((w.diff_ci_low - (3.0 - 2.776_45 * 0.707_107)).abs() < 1e-4, "{w:?}");
+        assert_eq!(one_sample_from_moments(&Moments::of(&[1.0])), None);
+        assert_eq!(one_sample_from_moments(&Moments::of(&[0.0, 0.0])).map(|w| w.p_value), Some(1.0));
     }
 
     #[test]
