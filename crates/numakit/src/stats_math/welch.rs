@@ -149,7 +149,7 @@ mod tests {
         let w = one_sample_from_moments(&Moments::of(&[1.0, 2.0, 3.0, 4.0, 5.0])).expect("t");
         assert!((w.t - 4.242_64).abs() < 1e-4 && w.df == 4.0, "{w:?}");
         assert!((w.p_value - 0.013_24).abs() < 1e-4, "{w:?}");
-        assert!((w.diff_ci_low - (3.0 - 2.776_45 * 0.707_107)).abs() < 1e-4, "{w:?}");
+        assert!((w.diff_ci_low - (3.0 - 2.776_45 * std::f64::consts::FRAC_1_SQRT_2)).abs() < 1e-4, "{w:?}");
         assert_eq!(one_sample_from_moments(&Moments::of(&[1.0])), None);
         assert_eq!(one_sample_from_moments(&Moments::of(&[0.0, 0.0])).map(|w| w.p_value), Some(1.0));
     }
