@@ -127,6 +127,8 @@ pub enum Command {
     Advise(crate::cmd::advise::AdviseArgs),
     /// Simulate placement policies (numakit, numad, AutoNUMA, ...) on NUMA farms.
     Simulate(crate::cmd::simulate::SimulateArgs),
+    /// Does placement pay here? Analyse the step outcome records of NUMA experiments.
+    Report(crate::cmd::report::ReportArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Numactl {

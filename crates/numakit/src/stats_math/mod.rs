@@ -30,7 +30,9 @@ mod welch;
 pub use adjust::{benjamini_hochberg, holm, Adjustment};
 pub use gof::{chi_square_gof, GoodnessOfFit};
 pub use moments::Moments;
-pub use planning::{expected_max_variance_pct, runs_needed, paired_units_needed, welch_jobs_needed, PlanRow, MAX_RUNS_NEEDED};
+pub use planning::{
+    expected_max_variance_pct, paired_units_needed, runs_needed, welch_jobs_needed, PlanRow, MAX_RUNS_NEEDED,
+};
 pub use sign::{sign_test, SignTest};
 pub use spread::{mad, robust_z, sd_ratio, SdRatio};
 pub use summary::{
