@@ -281,10 +281,7 @@ impl JobTable {
     /// A table holding at most `budget` jobs (at least 1,024) in memory,
     /// spilling into a new folder below `tmp` beyond.
     pub fn new(budget: usize, tmp: PathBuf) -> JobTable {
-        let budget = budget.max(1024);
-        let mut map = FastMap::default();
-        map.reserve(budget.min(1 << 20));
-        JobTable { map, budget, tmp, spill: None }
+        JobTable { map: FastMap::default(), budget: budget.max(1024), tmp, spill: None }
     }
 
     /// Folds `acc` into job `key`.

@@ -233,7 +233,8 @@ pub struct Balance {
     pub hosts_checked: u64,
     /// Hosts with too few jobs to check.
     pub hosts_too_few: u64,
-    /// Hosts whose shares are off (adjusted p below alpha).
+    /// Hosts whose shares are off (p adjusted over hosts and days together
+    /// below alpha; at most 100, lowest p first).
     pub hosts_off: Vec<ShareTest>,
     /// Days checked.
     pub days_checked: u64,
@@ -252,7 +253,7 @@ pub struct ShareTest {
     pub counts: Vec<(String, u64, f64)>,
     /// Pearson's chi-square p-value.
     pub p_value: f64,
-    /// Adjusted over the hosts (or days) checked.
+    /// Adjusted over the hosts and days checked.
     pub p_adjusted: f64,
 }
 

@@ -4,9 +4,11 @@
 //! experiment, per host and per day for per-job arms (a broken hash, a
 //! host whose plugin is not configured, a day the experiment was stopped
 //! on some hosts), and over the hosts or host-periods of per-host designs.
-//! Per-host and per-day p-values are adjusted over the hosts (days)
-//! checked; a host or day whose smallest expected count is below 5 is
-//! counted as too few to check.
+//! Per-host and per-day p-values are adjusted together, over all the
+//! hosts and days checked (one family: the chance that a correct
+//! assignment shows any host or day off stays below 5% with Holm); a host
+//! or day whose smallest expected count is below 5 is counted as too few
+//! to check.
 
 use std::collections::BTreeMap;
 
@@ -77,13 +79,9 @@ fn test(what: String, counts: &BTreeMap<&str, u64>, shares: &[(String, f64)]) ->
     Some((ShareTest { what, counts, p_value: g.p_value, p_adjusted: g.p_value }, g.min_expected))
 }
 
-/// Tests a family (hosts or days): how many were checked, how many had
-/// too few, and those off after adjustment.
-fn family(
-    items: Vec<(String, BTreeMap<&str, u64>)>,
-    shares: &[(String, f64)],
-    how: Adjustment,
-) -> (u64, u64, Vec<ShareTest>) {
+/// Tests each item (a host or a day): the tests, and how many had too
+/// few to check.
+fn tests(items: Vec<(String, BTreeMap<&str, u64>)>, shares: &[(String, f64)]) -> (Vec<ShareTest>, u64) {
     let mut checked = Vec::new();
     let mut too_few = 0;
     for (what, counts) in items {
@@ -92,15 +90,22 @@ fn family(
             _ => too_few += 1,
         }
     }
-    let ps: Vec<f64> = checked.iter().map(|t| t.p_value).collect();
-    for (t, p) in checked.iter_mut().zip(how.adjust(&ps)) {
+    (checked, too_few)
+}
+
+/// Adjusts hosts' and days' p-values as one family; returns those off.
+fn off(hosts: &mut [ShareTest], days: &mut [ShareTest], how: Adjustment) -> (Vec<ShareTest>, Vec<ShareTest>) {
+    let ps: Vec<f64> = hosts.iter().chain(days.iter()).map(|t| t.p_value).collect();
+    for (t, p) in hosts.iter_mut().chain(days.iter_mut()).zip(how.adjust(&ps)) {
         t.p_adjusted = p;
     }
-    let n = checked.len() as u64;
-    let mut off: Vec<ShareTest> = checked.into_iter().filter(|t| t.p_adjusted < SIGNIFICANCE).collect();
-    off.sort_by(|a, b| a.p_value.total_cmp(&b.p_value));
-    off.truncate(MAX_LISTED);
-    (n, too_few, off)
+    let pick = |v: &[ShareTest]| {
+        let mut o: Vec<ShareTest> = v.iter().filter(|t| t.p_adjusted < SIGNIFICANCE).cloned().collect();
+        o.sort_by(|a, b| a.p_value.total_cmp(&b.p_value));
+        o.truncate(MAX_LISTED);
+        o
+    };
+    (pick(hosts), pick(days))
 }
 
 /// The balance checks of experiment `exp`.
@@ -136,11 +141,12 @@ pub fn check(
             }
         }
         let items = hosts.into_iter().map(|(h, c)| (h.to_string(), c)).collect();
-        (b.hosts_checked, b.hosts_too_few, b.hosts_off) = family(items, shares, how);
+        let (mut host_tests, too_few) = tests(items, shares);
         let day_name = |d: i64| numakit::units::utc_rfc3339((d.max(0) as u64) * 86_400)[..10].to_string();
         let items = days.into_iter().map(|(d, c)| (day_name(d), c)).collect();
-        let (n, _, off) = family(items, shares, how);
-        (b.days_checked, b.days_off) = (n, off);
+        let (mut day_tests, _) = tests(items, shares);
+        (b.hosts_checked, b.hosts_too_few, b.days_checked) = (host_tests.len() as u64, too_few, day_tests.len() as u64);
+        (b.hosts_off, b.days_off) = off(&mut host_tests, &mut day_tests, how);
     } else {
         // hosts (or host-periods) per arm, each counted once
         let mut seen: BTreeMap<(u32, u64), u32> = BTreeMap::new();
