@@ -2,7 +2,10 @@
 //! (`numakit_report::synth`): the input of bench/report.sh and a way to
 //! try `numakit report` without a farm.
 //!
-//!   cargo run --release -p numakit-report --example synth_farm -- JOBS DAYS SEED [HOSTS_A HOSTS_B]
+//!   cargo run --release -p numakit-report --example synth_farm -- JOBS DAYS SEED [HOSTS_A HOSTS_B [TWO_STEP_PCT]]
+//!
+//! TWO_STEP_PCT: the share of jobs with a batch step and an srun step, in
+//! percent (default 30); 0 gives one line per job.
 
 use std::io::Write;
 
@@ -17,6 +20,7 @@ fn main() {
     let mut farm = numakit_report::synth::Farm::calibration(seed, jobs);
     farm.days = days as f64;
     farm.hosts = [ha as u32, hb as u32];
+    farm.two_steps = (two.min(100) as f64) / 100.0;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     match farm.write(&mut out).and_then(|n| out.flush().map(|()| n)) {

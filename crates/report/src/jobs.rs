@@ -356,3 +356,74 @@ impl JobTable {
         Ok(stats)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(cell: u32, host: u32, start: f64, end: f64, cpu: f64, flags: u8) -> JobAcc {
+        JobAcc { start, end, cpu, cell, host, lines: 1, flags, ..JobAcc::EMPTY }
+    }
+
+    #[test]
+    fn parts_merge_into_the_job() {
+        let mut a = JobAcc::EMPTY;
+        a.merge(&part(3, 1, 100.0, 200.0, 50.0, 0));
+        a.merge(&part(3, 1, 90.0, 150.0, 20.0, FAILED));
+        assert_eq!((a.start, a.end, a.cpu, a.lines, a.flags), (90.0, 200.0, 70.0, 2, FAILED));
+        a.merge(&part(3, 2, 95.0, 210.0, 1.0, 0));
+        assert_eq!((a.end, a.flags & MULTI_HOST, a.host), (210.0, MULTI_HOST, 1));
+        a.merge(&part(4, 1, 95.0, 100.0, 1.0, CPU_MISSING));
+        assert_eq!(a.flags & (INCONSISTENT | CPU_MISSING), INCONSISTENT | CPU_MISSING);
+        // a sacct row first, then the record
+        let mut s = JobAcc { sacct_elapsed: 60.0, sacct_cpu: 5.0, sacct_state: 1, flags: SACCT, ..JobAcc::EMPTY };
+        s.merge(&part(3, 1, 0.0, 61.0, 4.0, 0));
+        assert_eq!((s.cell, s.sacct_elapsed, s.flags), (3, 60.0, SACCT));
+    }
+
+    #[test]
+    fn non_numeric_ids_hash_apart_from_numbers() {
+        assert_eq!(JobKey::new(1, "123").job, 123);
+        let h = JobKey::new(1, "123_4");
+        assert!(h.job >> 63 == 1 && h != JobKey::new(1, "123_5"));
+        assert_eq!(JobKey::new(0, "+5").job >> 63, 1, "not Slurm's spelling of 5");
+    }
+
+    /// The same parts give the same jobs whether the table spilled or not.
+    #[test]
+    fn a_spilled_table_gives_the_same_jobs() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let parts: Vec<(JobKey, JobAcc)> = (0..20_000u64)
+            .map(|i| {
+                let job = (i * 7919) % 5003; // every job in several parts, far apart
+                let acc = part(
+                    (job % 5) as u32,
+                    (i % 3) as u32,
+                    i as f64,
+                    i as f64 + 10.0,
+                    1.0,
+                    if i % 97 == 0 { FAILED } else { 0 },
+                );
+                (JobKey { cluster: 0, job }, acc)
+            })
+            .collect();
+        let run = |budget: usize| {
+            let mut t = JobTable::new(budget, dir.path().to_path_buf());
+            for (k, a) in &parts {
+                t.add(*k, a).expect("add");
+            }
+            let mut out = Vec::new();
+            let stats = t.finish(|k, a| out.push((k, a))).expect("finish");
+            out.sort_by_key(|x| x.0);
+            (out, stats)
+        };
+        let (whole, s0) = run(1 << 20);
+        let (spilled, s1) = run(1024);
+        assert_eq!(s0.spills, 0);
+        assert!(s1.spills >= 2 && s1.spilled_parts > 5003, "{s1:?}");
+        assert_eq!(whole.len(), 5003);
+        // NaN (no sacct figure) is never equal to itself: compare as text
+        assert!(format!("{whole:?}") == format!("{spilled:?}"), "spilled table differs");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "temporary files removed");
+    }
+}
