@@ -12,9 +12,10 @@ use std::io::Write;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let num = |i: usize, default: u64| args.get(i).map_or(Ok(default), |a| a.parse::<u64>());
-    let (Ok(jobs), Ok(days), Ok(seed), Ok(ha), Ok(hb)) = (num(0, 10_000), num(1, 7), num(2, 1), num(3, 12), num(4, 8))
+    let (Ok(jobs), Ok(days), Ok(seed), Ok(ha), Ok(hb), Ok(two)) =
+        (num(0, 10_000), num(1, 7), num(2, 1), num(3, 12), num(4, 8), num(5, 30))
     else {
-        eprintln!("usage: synth_farm JOBS DAYS SEED [HOSTS_A HOSTS_B] (whole numbers)");
+        eprintln!("usage: synth_farm JOBS DAYS SEED [HOSTS_A HOSTS_B [TWO_STEP_PCT]] (whole numbers)");
         std::process::exit(2);
     };
     let mut farm = numakit_report::synth::Farm::calibration(seed, jobs);
