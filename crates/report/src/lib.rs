@@ -86,28 +86,31 @@ pub const DEFAULT_JOB_BUDGET: usize = 1_800_000;
 #[error("{0}")]
 pub struct Error(pub String);
 
+/// Record fields `--by` refuses: measures and settings the analysis uses
+/// itself (grouping by them would compare an arm with itself).
+const NOT_GROUPS: &[&str] = &[
+    "unit",
+    "arm",
+    "arm_source",
+    "period",
+    "start_unix",
+    "end_unix",
+    "wall_s",
+    "cpu_user_s",
+    "cpu_system_s",
+    "exit_status",
+    "exit_signal",
+    "cpu_efficiency",
+    "peak_memory_bytes",
+    "numa.locality",
+    "job",
+    "step",
+];
+
 /// `--by FIELD` split at its dots, or why not: the field must be one of
-/// [`FIELDS`] and not a number or a setting the analysis uses itself.
+/// [`FIELDS`] and not a measure or a setting the analysis uses itself.
 pub fn check_by(field: &str) -> Result<Vec<String>, String> {
-    const REFUSED: &[&str] = &[
-        "unit",
-        "arm",
-        "arm_source",
-        "period",
-        "start_unix",
-        "end_unix",
-        "wall_s",
-        "cpu_user_s",
-        "cpu_system_s",
-        "exit_status",
-        "exit_signal",
-        "cpu_efficiency",
-        "peak_memory_bytes",
-        "numa.locality",
-        "job",
-        "step",
-    ];
-    if REFUSED.contains(&field) {
+    if NOT_GROUPS.contains(&field) {
         return Err(format!("--by {field}: a measure or a setting the analysis uses itself, not a group"));
     }
     if !FIELDS.contains(&field) {
@@ -118,29 +121,7 @@ pub fn check_by(field: &str) -> Result<Vec<String>, String> {
 
 /// The fields `--by` accepts.
 pub fn by_fields() -> Vec<&'static str> {
-    FIELDS.iter().copied().filter(|f| check_by_refused(f)).collect()
-}
-
-fn check_by_refused(f: &str) -> bool {
-    !matches!(
-        f,
-        "unit"
-            | "arm"
-            | "arm_source"
-            | "period"
-            | "start_unix"
-            | "end_unix"
-            | "wall_s"
-            | "cpu_user_s"
-            | "cpu_system_s"
-            | "exit_status"
-            | "exit_signal"
-            | "cpu_efficiency"
-            | "peak_memory_bytes"
-            | "numa.locality"
-            | "job"
-            | "step"
-    )
+    FIELDS.iter().copied().filter(|f| !NOT_GROUPS.contains(f)).collect()
 }
 
 /// Reads `sources` (and sacct) and analyses them.

@@ -2,7 +2,7 @@
 //! comparison's wall-time effect with its 95% interval on a log axis, the
 //! ±detect band shaded, coloured by verdict; below it, each group's arms'
 //! wall-time distributions (10th to 90th percentile, median, geometric
-//! mean) on a shared log axis.
+//! mean) of the assigned arms on a shared log axis.
 
 use std::fmt::Write as _;
 
@@ -83,14 +83,13 @@ pub fn render(r: &Report) -> String {
     let mut dist: Vec<(String, String, [f64; 3], f64)> = Vec::new();
     for e in &r.experiments {
         for g in &e.groups {
-            for a in g.arms.iter().chain(&g.not_randomized) {
+            for a in &g.arms {
                 if let (Some(q), Some(gm)) = (a.wall_quantiles_s, a.wall_geo_mean_s) {
                     let label = format!(
-                        "{} · {} · {}{}",
+                        "{} · {} · {}",
                         short(g.group.as_deref().unwrap_or("(none)"), 24),
                         short(&g.hardware_key, 18),
-                        a.arm,
-                        if a.source == "assigned" { String::new() } else { format!(" ({})", a.source) }
+                        a.arm
                     );
                     dist.push((label, a.arm.clone(), q, gm));
                 }
