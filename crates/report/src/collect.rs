@@ -121,7 +121,7 @@ struct Batch {
 /// A worker's string table.
 #[derive(Default)]
 struct LocalStrings {
-    ids: HashMap<Box<str>, u32>,
+    ids: FastMap<Box<str>, u32>,
     fresh: Vec<String>,
 }
 
@@ -137,7 +137,7 @@ impl LocalStrings {
     }
 }
 
-fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings) -> Batch {
+fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings, pool: &input::Pool) -> Batch {
     let mut counts = Counts { too_long: c.too_long, ..Counts::default() };
     let mut rows = Vec::with_capacity(c.data.len() / 600 + 1);
     let mut bad = Vec::new();
@@ -202,7 +202,17 @@ fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings)
             locality: l.locality.filter(|x| x.is_finite()).unwrap_or(f64::NAN),
         });
     }
-    Batch { seq: c.seq, worker, source: c.source, counts, bad, rows, new_strings: std::mem::take(&mut strings.fresh) }
+    let b = Batch {
+        seq: c.seq,
+        worker,
+        source: c.source,
+        counts,
+        bad,
+        rows,
+        new_strings: std::mem::take(&mut strings.fresh),
+    };
+    pool.give(c.data);
+    b
 }
 
 /// Everything read so far, before jobs are turned into outcomes.
@@ -267,9 +277,11 @@ impl Collector {
         let chunk_rx = Arc::new(Mutex::new(chunk_rx));
         let (batch_tx, batch_rx) = sync_channel::<Batch>(threads * 2);
         let by: Vec<&str> = by.iter().map(String::as_str).collect();
+        let pool = input::Pool::default();
         let mut result = Ok(());
         std::thread::scope(|s| {
-            let reader = s.spawn(move || input::read_all(sources, |c| chunk_tx.send(c).is_ok()));
+            let pool = &pool;
+            let reader = s.spawn(move || input::read_all(sources, pool, |c| chunk_tx.send(c).is_ok()));
             for w in 0..threads {
                 let rx = Arc::clone(&chunk_rx);
                 let tx = batch_tx.clone();
@@ -279,7 +291,7 @@ impl Collector {
                     loop {
                         let next = rx.lock().map(|r| r.recv());
                         let Ok(Ok(chunk)) = next else { break };
-                        if tx.send(parse_chunk(chunk, w, by, &mut strings)).is_err() {
+                        if tx.send(parse_chunk(chunk, w, by, &mut strings, pool)).is_err() {
                             break;
                         }
                     }

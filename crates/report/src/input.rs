@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use flate2::read::MultiGzDecoder;
 
@@ -103,6 +104,32 @@ pub struct Chunk {
     pub too_long: u64,
 }
 
+/// Chunk buffers handed back by the parsers, so that reading does not map
+/// and fault in fresh memory for every 4 MiB.
+#[derive(Debug, Default)]
+pub struct Pool(Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// Buffers kept at most.
+    const KEEP: usize = 16;
+
+    /// An empty buffer of a chunk's capacity.
+    pub fn take(&self) -> Vec<u8> {
+        let reused = self.0.lock().ok().and_then(|mut v| v.pop());
+        reused.unwrap_or_else(|| Vec::with_capacity(CHUNK_BYTES + (64 << 10)))
+    }
+
+    /// Hands `buf` back for reuse.
+    pub fn give(&self, mut buf: Vec<u8>) {
+        buf.clear();
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() < Self::KEEP {
+                v.push(buf);
+            }
+        }
+    }
+}
+
 /// What reading found besides lines.
 #[derive(Debug, Default, Clone)]
 pub struct ReadStats {
@@ -116,8 +143,8 @@ pub struct ReadStats {
 }
 
 /// Reads `sources` in order and hands each chunk to `sink`; stops early
-/// when `sink` returns false.
-pub fn read_all(sources: &[Source], mut sink: impl FnMut(Chunk) -> bool) -> ReadStats {
+/// when `sink` returns false. Buffers come from `pool`.
+pub fn read_all(sources: &[Source], pool: &Pool, mut sink: impl FnMut(Chunk) -> bool) -> ReadStats {
     let mut stats = ReadStats::default();
     let mut seq = 0;
     for (i, src) in sources.iter().enumerate() {
@@ -140,7 +167,7 @@ pub fn read_all(sources: &[Source], mut sink: impl FnMut(Chunk) -> bool) -> Read
         } else {
             Box::new(buffered)
         };
-        let (ok, err) = split(reader, i, &mut seq, &mut stats.bytes, &mut sink);
+        let (ok, err) = split(reader, i, pool, &mut seq, &mut stats.bytes, &mut sink);
         if let Some(e) = err {
             let what = if gz { "gzip input" } else { "input" };
             stats.warnings.push(format!("{}: {what} ends early: {}", src.name(), io_text(&e)));
@@ -157,37 +184,31 @@ pub fn read_all(sources: &[Source], mut sink: impl FnMut(Chunk) -> bool) -> Read
 fn split(
     mut r: impl Read,
     source: usize,
+    pool: &Pool,
     seq: &mut u64,
     bytes: &mut u64,
     sink: &mut impl FnMut(Chunk) -> bool,
 ) -> (bool, Option<io::Error>) {
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES);
+    let mut buf = pool.take();
     let mut skipping = false; // inside a line longer than MAX_LINE
     let mut too_long = 0;
     let mut error = None;
     loop {
-        // fill the buffer up to CHUNK_BYTES
+        // fill the buffer up to CHUNK_BYTES (read_to_end on a File writes
+        // into the spare capacity without zeroing it first)
         let start = buf.len();
-        buf.resize(CHUNK_BYTES.max(start + 1), 0);
-        let mut filled = start;
-        let mut eof = false;
-        while filled < buf.len() {
-            match r.read(&mut buf[filled..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
+        let want = CHUNK_BYTES.saturating_sub(start).max(1) as u64;
+        let eof = loop {
+            match (&mut r).take(want).read_to_end(&mut buf) {
+                Ok(_) => break buf.len() - start < want as usize,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     error = Some(e);
-                    eof = true;
-                    break;
+                    break true;
                 }
             }
-        }
-        buf.truncate(filled);
-        *bytes += (filled - start) as u64;
+        };
+        *bytes += (buf.len() - start) as u64;
         if skipping {
             match buf.iter().position(|&b| b == b'\n') {
                 Some(p) => {
@@ -206,10 +227,10 @@ fn split(
         let cut = if eof { Some(buf.len()) } else { buf.iter().rposition(|&b| b == b'\n').map(|p| p + 1) };
         match cut {
             Some(c) if c > 0 => {
-                let rest = buf[c..].to_vec();
-                let mut data = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK_BYTES));
-                data.truncate(c);
-                buf.extend_from_slice(&rest);
+                let mut next = pool.take();
+                next.extend_from_slice(&buf[c..]);
+                buf.truncate(c);
+                let data = std::mem::replace(&mut buf, next);
                 let chunk = Chunk { seq: *seq, source, data, too_long: std::mem::take(&mut too_long) };
                 *seq += 1;
                 if !sink(chunk) {
@@ -229,6 +250,7 @@ fn split(
             break;
         }
     }
+    pool.give(buf);
     if too_long > 0 {
         let chunk = Chunk { seq: *seq, source, data: Vec::new(), too_long };
         *seq += 1;
@@ -249,7 +271,8 @@ mod tests {
         let mut all = Vec::new();
         let mut too_long = 0;
         let mut n = 0;
-        let (ok, err) = split(input, 0, &mut seq, &mut bytes, &mut |c: Chunk| {
+        let pool = Pool::default();
+        let (ok, err) = split(input, 0, &pool, &mut seq, &mut bytes, &mut |c: Chunk| {
             assert!(c.data.is_empty() || c.data.ends_with(b"\n") || c.data.ends_with(b"newline"));
             all.extend_from_slice(&c.data);
             too_long += c.too_long;
