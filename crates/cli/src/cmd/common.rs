@@ -69,10 +69,8 @@ pub fn getopt_help_only(prog: &str, arg: &str) -> Option<String> {
     }
 }
 
-/// The running kernel's version.
-pub fn kernel_version(sys: &SysRoot) -> Option<(u32, u32)> {
-    sys.read("proc/sys/kernel/osrelease").ok().flatten().and_then(|t| numakit::place::parse_kernel_version(&t))
-}
+/// The running kernel's version (the library's one `osrelease` reader).
+pub use numakit::sys::kernel::version as kernel_version;
 
 /// Refuses to place with a dump's topology (only `--dry-run` plans there).
 pub fn refuse_dump(sys: &SysRoot, dry_run: bool) -> Result<(), Failure> {

@@ -303,7 +303,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
     let findings = check::report(&snap);
     let facts = check::facts(&snap);
     if let Some(path) = save {
-        let host = sys.read_nonempty("proc/sys/kernel/hostname").ok().flatten();
+        let host = numakit::sys::kernel::hostname(sys);
         let base = check::Baseline::new(host, facts.clone());
         let text = serde_json::to_string_pretty(&base)? + "\n";
         numakit::files::write_atomic(path, text.as_bytes()).map_err(|e| {

@@ -79,8 +79,7 @@ pub fn supplementary_groups(sys: &SysRoot, pid: i32) -> Vec<u32> {
         .ok()
         .flatten()
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Groups:"))
+            crate::sys::status_field(&t, "Groups:")
                 .map(|g| g.split_whitespace().filter_map(|x| x.parse().ok()).collect())
         })
         .unwrap_or_default()

@@ -13,4 +13,4 @@ mod plan;
 mod request;
 
 pub use plan::{MemMode, MemPolicy, Plan};
-pub use request::{nearest_memory_nodes, parse_kernel_version, Context, OptKind, PlaceError, PolicyOpt, Request};
+pub use request::{nearest_memory_nodes, Context, OptKind, PlaceError, PolicyOpt, Request};

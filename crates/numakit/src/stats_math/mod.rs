@@ -24,6 +24,7 @@ mod welch;
 pub use planning::{expected_max_variance_pct, runs_needed, PlanRow, MAX_RUNS_NEEDED};
 pub use sign::{sign_test, SignTest};
 pub use summary::{
-    confidence_half_width, max_variance_pct, mean, median, std_error, stddev, student_t_quantile, Summary, CONFIDENCE,
+    confidence_half_width, max_variance_pct, mean, median, median_of_sorted, std_error, stddev, student_t_quantile,
+    Summary, CONFIDENCE,
 };
 pub use welch::{welch_t_test, Welch, SIGNIFICANCE};
