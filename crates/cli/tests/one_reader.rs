@@ -36,7 +36,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("crates/numakit/src/batch/ledger.rs", "fs::read(", "the ledger's own records, written by numakit under its lock"),
     ("crates/numakit/src/daemon/state.rs", "fs::read_to_string(", "the daemon's own state file"),
     ("crates/numakit/src/daemon/service/mod.rs", "OpenOptions::new(", "the decision log, appended"),
-    ("crates/numakit/src/daemon/service/mod.rs", "fs::read_to_string(", "bench_latency: a `bench --json` result the site names"),
+    (
+        "crates/numakit/src/daemon/service/mod.rs",
+        "fs::read_to_string(",
+        "bench_latency: a `bench --json` result the site names",
+    ),
     ("crates/numakit/src/daemon/service/control.rs", "fs::read_to_string(", "the daemon's --config file, on reload"),
     ("crates/numakit/src/tune/state.rs", "fs::read_to_string(", "tune's own state file"),
     ("crates/numakit/src/tune/profiles.rs", "fs::read_to_string(", "a tune profile file the user names"),
@@ -156,7 +160,8 @@ fn kernel_files_are_read_through_sysroot_only() {
 #[test]
 fn a_planted_read_is_caught() {
     let mut seen = vec![false; ALLOWED.len()];
-    let planted = "fn host() -> String {\n    std::fs::read_to_string(\"/proc/sys/kernel/hostname\").unwrap_or_default()\n}\n";
+    let planted =
+        "fn host() -> String {\n    std::fs::read_to_string(\"/proc/sys/kernel/hostname\").unwrap_or_default()\n}\n";
     let v = violations("crates/cli/src/cmd/run.rs", planted, &mut seen);
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v[0].starts_with("crates/cli/src/cmd/run.rs:2: \"/proc: "), "{v:?}");

@@ -6,9 +6,14 @@
 //! the allowed set, the kernel version, and for I/O specifiers a
 //! [`SysRoot`](crate::sys::SysRoot) to look devices up). Applying a plan is
 //! [`Plan::apply`], which goes through [`act`](crate::act).
+//!
+//! [`migrate`] plans moving a running process's memory the same way (the
+//! target nodes, their free memory, the page ranges a move walks, shared
+//! with the daemon's page mover) and applies it through `act`.
 
 pub mod auto;
 pub mod iospec;
+pub mod migrate;
 mod plan;
 mod request;
 

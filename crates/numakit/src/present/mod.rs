@@ -14,6 +14,7 @@
 //!   `prometheus`);
 //! * [`daemon`]: `numakit ctl status` for people;
 //! * [`irq`]: `numakit irq show`, the IRQ locality table and its JSON;
+//! * [`migrate`]: `numakit migrate`'s report as text and JSON;
 //! * `bench`, `compare`: `numakit bench` and `numakit compare` as text and
 //!   JSON (feature `measure`); `plot`: the bench results as SVG charts
 //!   (feature `plot`).
@@ -27,6 +28,7 @@ pub mod daemon;
 pub mod hardware;
 pub mod irq;
 pub mod json;
+pub mod migrate;
 #[cfg(feature = "plot")]
 pub mod plot;
 #[cfg(feature = "prometheus")]
