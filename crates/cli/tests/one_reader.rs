@@ -48,7 +48,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("crates/cli/src/cmd/compare.rs", "fs::read_to_string(", "a compare spec file the user names"),
     ("crates/cli/src/cmd/ctl.rs", "fs::read_to_string(", "a --config file the user names"),
     ("crates/cli/src/cmd/daemon.rs", "fs::read_to_string(", "the daemon's --config file"),
-    ("crates/cli/src/cmd/daemon.rs", "fs::symlink_metadata(", "the control socket's path: is a socket there"),
+    ("crates/numakit/src/daemon/ctl.rs", "fs::symlink_metadata(", "the control socket's path: is a socket there"),
     ("crates/cli/src/cmd/exporter.rs", "fs::read_to_string(", "the daemon's status file (--daemon-status)"),
     ("crates/cli/src/cmd/stat.rs", "fs::read_to_string(", "a saved stat sample the user names"),
     ("crates/cli/src/cmd/tune.rs", "fs::read_to_string(", "a tune check baseline the user names"),
