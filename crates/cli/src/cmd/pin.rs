@@ -51,36 +51,11 @@ fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet,
     plan.cpus.ok_or_else(|| Failure::usage("no CPUs selected"))
 }
 
-/// taskset's hex mask: `0x` (optional), hex digits, commas between 32-bit
-/// groups as taskset and sysfs print them (`ff,ffffffff`; every group after
-/// the first has 8 digits). As `sched_setaffinity(2)`, bits of CPUs this
-/// process may not use are dropped; a mask that leaves none is refused.
+/// taskset's hex mask ([`numakit::sets::taskset::parse_mask`]): the CPUs
+/// of it this process may use.
 fn mask_cpus(topo: &Topology, typed: &str) -> Result<CpuSet, Failure> {
-    let bad = |why: &str| Failure::usage(format!("--mask {typed}: {why}"));
-    let digits = typed.strip_prefix("0x").unwrap_or(typed);
-    let groups: Vec<&str> = digits.split(',').collect();
-    if digits.is_empty() || groups.iter().any(|g| g.is_empty()) {
-        return Err(bad("not a hex mask (an empty group)"));
-    }
-    if let Some(g) = groups.iter().find(|g| !g.bytes().all(|b| b.is_ascii_hexdigit())) {
-        return Err(bad(&format!("\"{g}\" is not hexadecimal")));
-    }
-    if let Some(g) = groups.iter().skip(1).find(|g| g.len() != 8) {
-        return Err(bad(&format!("group \"{g}\" after a comma must have 8 hex digits (32 CPUs)")));
-    }
-    let set = CpuSet::parse_mask(digits).map_err(|e| bad(&e.to_string()))?;
-    let usable = set.intersection(&topo.allowed.cpus);
-    if usable.is_empty() {
-        if set.is_empty() {
-            return Err(bad("selects no CPU"));
-        }
-        return Err(bad(&format!(
-            "selects CPU(s) {}, none of which this process may use (CPUs {})",
-            set.to_list(),
-            topo.allowed.cpus.to_list()
-        )));
-    }
-    Ok(usable)
+    numakit::sets::taskset::parse_mask(typed, &topo.allowed.cpus)
+        .map_err(|e| Failure::usage(format!("--mask {typed}: {e}")))
 }
 
 /// Runs `numakit pin`.
