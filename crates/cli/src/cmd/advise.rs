@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use numakit::daemon::protocol::Advice;
 use numakit::place::auto::{AutoRequest, EX_TEMPFAIL};
+use numakit::present::advise as present;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
@@ -53,18 +53,15 @@ pub fn run(sys: &SysRoot, args: &AdviseArgs) -> anyhow::Result<u8> {
     match d {
         Ok(d) => {
             if args.json {
-                outln!("{}", serde_json::to_string_pretty(&Advice::of(&d, &source))?);
+                outln!("{}", present::json(&d, &source));
             } else {
-                outln!("nodes: {}", d.nodes.to_list());
-                outln!("numactl: numactl {}", d.plan.numactl_args().join(" "));
-                outln!("reason: {}", d.reason);
-                outln!("view: {source}");
+                out!("{}", present::text(&d, &source));
             }
             Ok(0)
         }
         Err(refusal) => {
             if args.json {
-                outln!("{}", serde_json::json!({"refused": refusal.to_string(), "source": source}));
+                outln!("{}", present::refusal_json(&refusal, &source));
             } else {
                 eprintln!("numakit: no node can take the job now: {refusal}");
             }

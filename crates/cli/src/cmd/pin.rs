@@ -2,30 +2,15 @@
 //! every thread of a running process (like `taskset -a -p`), and reports
 //! which threads changed and which failed, and why.
 
-use numakit::act;
+use numakit::place;
+use numakit::present::pin as present;
 use numakit::sets::CpuSet;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
-use numakit::{place, procs};
-use serde::Serialize;
 
 use super::common::{as_typed, read_error};
 use crate::cli::PinArgs;
 use crate::Failure;
-
-#[derive(Serialize)]
-struct Report {
-    pid: i32,
-    cpus: CpuSet,
-    changed: Vec<i32>,
-    failed: Vec<Failed>,
-}
-
-#[derive(Serialize)]
-struct Failed {
-    tid: i32,
-    error: String,
-}
 
 /// Resolves `--cpus`/`--mask`/`--nodes` against the machine (checks as `run` does).
 fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet, Failure> {
@@ -65,19 +50,9 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
     }
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
     let cpus = target_cpus(sys, &topo, args)?;
-    let tids = procs::thread_ids(sys, args.pid).map_err(|e| Failure::system(e.to_string()))?;
-    if tids.is_empty() {
-        return Err(Failure::usage(format!("no process {}", args.pid)).into());
-    }
-    let mut report = Report { pid: args.pid, cpus: cpus.clone(), changed: Vec::new(), failed: Vec::new() };
-    for tid in tids {
-        match act::set_affinity(act::Pid(tid), &cpus) {
-            Ok(()) => report.changed.push(tid),
-            // A thread that exited meanwhile is not a failure.
-            Err(e) if e.is_errno(libc::ESRCH) => {}
-            Err(e) => report.failed.push(Failed { tid, error: e.to_string() }),
-        }
-    }
+    let report = place::pin::pin(sys, args.pid, &cpus)
+        .map_err(|e| Failure::system(e.to_string()))?
+        .ok_or_else(|| Failure::usage(format!("no process {}", args.pid)))?;
     if !report.changed.is_empty() {
         crate::output::applied(format!(
             "pid {}: {} thread(s) now on CPUs {}",
@@ -87,18 +62,9 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
         ));
     }
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", present::json(&report));
     } else {
-        outln!(
-            "pid {}: {} thread(s) now on CPUs {}, {} failed",
-            args.pid,
-            report.changed.len(),
-            cpus.to_list(),
-            report.failed.len()
-        );
-        for f in &report.failed {
-            outln!("  tid {}: {}", f.tid, f.error);
-        }
+        out!("{}", present::text(&report));
     }
     Ok(if report.failed.is_empty() { 0 } else { 1 })
 }

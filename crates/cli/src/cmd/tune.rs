@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use numakit::present::tune as present;
 use numakit::sys::SysRoot;
-use numakit::tune::{self, apply::Options, check, profiles, read, render, Setting, State, TuneError};
+use numakit::tune::{self, apply::Options, check, profiles, read, Setting, State, TuneError};
 
 use super::common::read_error;
 use crate::Failure;
@@ -143,9 +144,9 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             let saved = State::load(&state_path(sys, state)).ok().flatten();
             let readings = read::read_all_and_saved(sys, saved.as_ref());
             let text = if *json {
-                render::show_json(sys, &readings, saved.as_ref())
+                present::show_json(sys, &readings, saved.as_ref())
             } else {
-                render::show_text(&readings, saved.as_ref())
+                present::show_text(&readings, saved.as_ref())
             };
             print(&text)?;
             Ok(0)
@@ -172,12 +173,12 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             if !write.dry_run {
                 crate::output::applied("tune revert");
             }
-            print(&render::revert_text(sys, &out, &path))?;
+            print(&present::revert_text(sys, &out, &path))?;
             Ok(0)
         }
         TuneAction::Profiles { json, dir } => {
             let (all, errors) = profiles::list(&profiles_dir(sys, dir));
-            print(&if *json { render::profiles_json(&all) } else { render::profiles_text(&all) })?;
+            print(&if *json { present::profiles_json(&all) } else { present::profiles_text(&all) })?;
             for e in &errors {
                 eprintln!("numakit: {e}");
             }
@@ -202,7 +203,7 @@ fn apply_settings(sys: &SysRoot, settings: &[Setting], action: &str, write: &Wri
     if !write.dry_run {
         crate::output::applied(format!("tune {action} (state {})", path.display()));
     }
-    print(&render::apply_text(sys, &out, &path))?;
+    print(&present::apply_text(sys, &out, &path))?;
     Ok(0)
 }
 
@@ -238,7 +239,7 @@ fn irq_local(sys: &SysRoot, device: &str, write: &WriteOpts) -> anyhow::Result<u
         plan.cpus.to_list(),
         irq::ranges(mine)
     );
-    text.push_str(&render::apply_text(sys, &out, &path));
+    text.push_str(&present::apply_text(sys, &out, &path));
     if !plan.already.is_empty() {
         let already = irq::ranges(plan.already.iter().copied());
         text.push_str(&format!("IRQs {already}: already on node {}'s CPUs; left alone\n", plan.node));
@@ -305,7 +306,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
     if let Some(path) = save {
         let host = numakit::sys::kernel::hostname(sys);
         let base = check::Baseline::new(host, facts.clone());
-        let text = serde_json::to_string_pretty(&base)? + "\n";
+        let text = present::baseline_json(&base);
         numakit::files::write_atomic(path, text.as_bytes()).map_err(|e| {
             failure(TuneError::Baseline { path: path.to_path_buf(), why: format!("cannot write it: {e}") })
         })?;
@@ -323,7 +324,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
         (Some(p), Some(b)) => Some((p, b, diffs.as_slice())),
         _ => None,
     };
-    print(&if json { render::check_json(&findings, ctx) } else { render::check_text(&findings, ctx) })?;
+    print(&if json { present::check_json(&findings, ctx) } else { present::check_text(&findings, ctx) })?;
     if let Some(path) = save {
         eprintln!("numakit: baseline saved in {}", path.display());
     }

@@ -9,11 +9,13 @@
 //!
 //! [`migrate`] plans moving a running process's memory the same way (the
 //! target nodes, their free memory, the page ranges a move walks, shared
-//! with the daemon's page mover) and applies it through `act`.
+//! with the daemon's page mover) and applies it through `act`; [`pin`]
+//! sets the CPUs of every thread of a running process.
 
 pub mod auto;
 pub mod iospec;
 pub mod migrate;
+pub mod pin;
 mod plan;
 mod request;
 
