@@ -30,7 +30,7 @@ pub struct DaemonArgs {
     /// Decide and log, change nothing (no state file is written).
     #[arg(long)]
     pub dry_run: bool,
-    /// Scan interval as numad's -i: MAX or MIN:MAX seconds (overrides the file).
+    /// Scan interval as numad's -i: MAX or MIN:MAX seconds (or 500ms, 2s, 1m; overrides the file).
     #[arg(long, short = 'i', value_name = "[MIN:]MAX")]
     pub interval: Option<String>,
     /// Stop after N scans (tests and benchmarks).
@@ -67,7 +67,7 @@ pub fn load_settings(config: Option<&Path>, interval: Option<&str>) -> Result<Se
         None => Settings::default(),
     };
     if let Some(i) = interval {
-        let parse = |v: &str| v.parse::<f64>().ok().filter(|x| x.is_finite());
+        let parse = |v: &str| numakit::units::parse_seconds(v).ok();
         let (min, max) = match i.split_once(':') {
             Some((a, b)) => (parse(a), parse(b)),
             None => (Some(s.interval_min_s.min(parse(i).unwrap_or(0.0))), parse(i)),

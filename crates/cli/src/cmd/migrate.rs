@@ -69,7 +69,7 @@ pub fn run(sys: &SysRoot, args: &MigrateArgs) -> anyhow::Result<u8> {
         ));
         r
     };
-    if args.json {
+    if args.format.json {
         outln!("{}", present::json(&report));
     } else {
         out!("{}", present::text(&report));

@@ -61,7 +61,7 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
             cpus.to_list()
         ));
     }
-    if args.json {
+    if args.format.json {
         outln!("{}", present::json(&report));
     } else {
         out!("{}", present::text(&report));

@@ -49,7 +49,7 @@ pub fn request_from(args: &RunArgs, m: &ArgMatches) -> Request {
 pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> {
     refuse_dump(sys, args.dry_run)?;
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
-    let socket = args.socket.clone().unwrap_or_else(|| Settings::default().socket);
+    let socket = args.daemon.socket.clone().unwrap_or_else(|| Settings::default().socket);
     if args.auto {
         return run_auto(sys, &topo, args, &socket);
     }

@@ -25,10 +25,11 @@ pub struct TuneArgs {
 #[derive(Debug, Subcommand)]
 pub enum TuneAction {
     /// Every NUMA-relevant knob: current value, kernel default, what it does.
+    ///
+    /// With --json, the knobs as JSON (schema: docs/tune.md).
     Show {
-        /// Print JSON (schema: docs/tune.md).
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: crate::cli::JsonOut,
         #[command(flatten)]
         state: StateOpt,
     },
@@ -64,9 +65,8 @@ pub enum TuneAction {
     },
     /// List the profiles with what they set and where the advice comes from.
     Profiles {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: crate::cli::JsonOut,
         #[command(flatten)]
         dir: ProfilesDir,
     },
@@ -78,9 +78,8 @@ pub enum TuneAction {
         /// Compare with a saved baseline; exit 1 when anything differs.
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: crate::cli::JsonOut,
     },
 }
 
@@ -138,12 +137,12 @@ fn print(text: &str) -> anyhow::Result<()> {
 /// Runs `numakit tune`.
 pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
     match &args.action {
-        TuneAction::Show { json, state } => {
+        TuneAction::Show { format, state } => {
             sys.check().map_err(read_error)?;
             // the state file only annotates; an unreadable one is not an error here
             let saved = State::load(&state_path(sys, state)).ok().flatten();
             let readings = read::read_all_and_saved(sys, saved.as_ref());
-            let text = if *json {
+            let text = if format.json {
                 present::show_json(sys, &readings, saved.as_ref())
             } else {
                 present::show_text(&readings, saved.as_ref())
@@ -176,16 +175,16 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             print(&present::revert_text(sys, &out, &path))?;
             Ok(0)
         }
-        TuneAction::Profiles { json, dir } => {
+        TuneAction::Profiles { format, dir } => {
             let (all, errors) = profiles::list(&profiles_dir(sys, dir));
-            print(&if *json { present::profiles_json(&all) } else { present::profiles_text(&all) })?;
+            print(&if format.json { present::profiles_json(&all) } else { present::profiles_text(&all) })?;
             for e in &errors {
                 eprintln!("numakit: {e}");
             }
             Ok(if errors.is_empty() { 0 } else { 2 })
         }
-        TuneAction::Check { save_baseline, against, json } => {
-            check(sys, save_baseline.as_deref(), against.as_deref(), *json)
+        TuneAction::Check { save_baseline, against, format } => {
+            check(sys, save_baseline.as_deref(), against.as_deref(), format.json)
         }
     }
 }
