@@ -33,6 +33,16 @@ pub fn parse_size(s: &str) -> Result<u64, Failure> {
     numakit::units::parse_size(s).map_err(|e| Failure::usage(e.to_string()))
 }
 
+/// A `--config` file that cannot be loaded ([`Settings::load`]), as a
+/// usage error naming it.
+pub fn config_error(path: &std::path::Path, e: numakit::daemon::settings::LoadError) -> Failure {
+    use numakit::daemon::settings::LoadError;
+    match e {
+        LoadError::Read(e) => Failure::usage(format!("cannot read --config {}: {e}", path.display())),
+        LoadError::Invalid(e) => Failure::usage(e.to_string()),
+    }
+}
+
 /// `--reserve CPUS` (numactl's list syntax, relative to the online CPUs).
 pub fn parse_reserve(topo: &Topology, r: Option<&String>) -> Result<CpuSet, Failure> {
     match r {

@@ -12,6 +12,7 @@ use numakit::daemon::protocol::Target;
 use numakit::daemon::settings::Settings;
 use numakit::present;
 
+use super::common::config_error;
 use crate::Failure;
 
 /// `numakit ctl`. Its --socket and --json may also follow the subcommand.
@@ -70,10 +71,7 @@ pub fn socket_path(socket: Option<&PathBuf>, config: Option<&PathBuf>) -> Result
         return Ok(s.clone());
     }
     if let Some(c) = config {
-        let text = std::fs::read_to_string(c)
-            .map_err(|e| Failure::usage(format!("cannot read --config {}: {e}", c.display())))?;
-        let s = Settings::from_toml(&text, &c.display().to_string()).map_err(|e| Failure::usage(e.to_string()))?;
-        return Ok(s.socket);
+        return Ok(Settings::load(c).map_err(|e| config_error(c, e))?.socket);
     }
     Ok(Settings::default().socket)
 }

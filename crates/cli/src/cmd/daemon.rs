@@ -19,6 +19,7 @@ use numakit::daemon::settings::Settings;
 use numakit::sets::NodeSet;
 use numakit::sys::SysRoot;
 
+use super::common::config_error;
 use crate::Failure;
 
 /// `numakit daemon`.
@@ -59,11 +60,7 @@ fn install_signals() {
 /// Reads the settings from `--config` and applies `--interval`.
 pub fn load_settings(config: Option<&Path>, interval: Option<&str>) -> Result<Settings, Failure> {
     let mut s = match config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| Failure::usage(format!("cannot read --config {}: {e}", p.display())))?;
-            Settings::from_toml(&text, &p.display().to_string()).map_err(|e| Failure::usage(e.to_string()))?
-        }
+        Some(p) => Settings::load(p).map_err(|e| config_error(p, e))?,
         None => Settings::default(),
     };
     if let Some(i) = interval {
