@@ -36,6 +36,7 @@ pub use planning::{
 pub use sign::{sign_test, SignTest};
 pub use spread::{mad, robust_z, sd_ratio, SdRatio};
 pub use summary::{
-    confidence_half_width, max_variance_pct, mean, median, std_error, stddev, student_t_quantile, Summary, CONFIDENCE,
+    confidence_half_width, max_variance_pct, mean, median, median_of_sorted, std_error, stddev, student_t_quantile,
+    Summary, CONFIDENCE,
 };
 pub use welch::{one_sample_from_moments, welch_from_moments, welch_t_test, Welch, SIGNIFICANCE};
