@@ -64,9 +64,8 @@ pub struct ReportArgs {
     /// Where a job's wall and CPU times come from.
     #[arg(long, value_name = "FROM", value_enum, default_value_t = OutcomeArg::Records)]
     pub outcome_from: OutcomeArg,
-    /// Print the report as JSON (schema numakit-report/1: docs/experiments.md).
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonOut,
     /// Also draw the effects (forest plot) and the distributions per arm to FILE as SVG.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -152,7 +151,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         write_file(p, &present::html::render(&r))?;
     }
     let mut out = crate::output::stdout();
-    if args.json {
+    if args.json.json {
         serde_json::to_writer_pretty(&mut out, &r)?;
         writeln!(out)?;
     } else {
