@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use numakit::stats_math::{sign_test, SignTest, Summary};
+use numakit::stats_math::{median_of_sorted, sign_test, SignTest, Summary};
 use serde::Serialize;
 
 use super::engine::RunOutcome;
@@ -129,7 +129,7 @@ impl Distribution {
             n,
             min: v[0],
             p5: nearest_rank(&v, 0.05),
-            median: median(&v),
+            median: median_of_sorted(&v)?,
             mean: v.iter().sum::<f64>() / n as f64,
         })
     }
@@ -139,17 +139,6 @@ impl Distribution {
 fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     let n = sorted.len();
     sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1]
-}
-
-/// The median of sorted, non-empty values (the mean of the middle two for
-/// an even count).
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
 }
 
 /// min, quartiles (nearest rank) and max.
@@ -178,7 +167,7 @@ impl Quartiles {
         Some(Self {
             min: v[0],
             q1: nearest_rank(&v, 0.25),
-            median: median(&v),
+            median: median_of_sorted(&v)?,
             q3: nearest_rank(&v, 0.75),
             max: v[v.len() - 1],
         })

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::history::History;
 use super::settings::Settings;
 use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use crate::act::mempolicy::{Mode, Policy};
 use crate::procs::counters::{Event, ThreadCounters};
 use crate::procs::{self, numa_maps, pidstat, ProcStat};
 use crate::sets::{CpuSet, NodeSet};
@@ -562,17 +563,17 @@ pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
 
 /// A policy as `numa_maps` prints it (`default`, `local`, `bind:0-1`,
 /// `prefer:1`, `prefer (many):1-2`, `interleave:0-3`,
-/// `weighted interleave:0-1`; flags like `=static` after the mode).
+/// `weighted interleave:0-1`; flags like `=static` after the mode), read
+/// by the one policy parser ([`Policy`]'s); text no kernel writes is
+/// [`MemPolicy::Default`].
 pub fn parse_policy(s: &str) -> MemPolicy {
-    let (mode, nodes) = s.split_once(':').unwrap_or((s, ""));
-    let mode = mode.split('=').next().unwrap_or(mode);
-    let set = NodeSet::parse_list(nodes.trim()).unwrap_or_default();
-    match mode {
-        "bind" => MemPolicy::Bind(set),
-        "prefer" | "prefer (many)" => MemPolicy::Preferred(set),
-        "interleave" | "weighted interleave" => MemPolicy::Interleave(set),
-        "local" => MemPolicy::Local,
-        _ => MemPolicy::Default,
+    let Ok(p) = s.parse::<Policy>() else { return MemPolicy::Default };
+    match p.mode {
+        Mode::Bind => MemPolicy::Bind(p.nodes),
+        Mode::Preferred | Mode::PreferredMany => MemPolicy::Preferred(p.nodes),
+        Mode::Interleave | Mode::WeightedInterleave => MemPolicy::Interleave(p.nodes),
+        Mode::Local => MemPolicy::Local,
+        Mode::Default => MemPolicy::Default,
     }
 }
 

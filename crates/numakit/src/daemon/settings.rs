@@ -19,7 +19,7 @@
 //! Every field may be left out; [`Settings::validate`] checks the values
 //! and names the bad one in a one-line error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -179,7 +179,25 @@ impl Default for Settings {
 #[error("{0}")]
 pub struct SettingsError(pub String);
 
+/// Why a configuration file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read (the OS error; callers name the file).
+    #[error("{0}")]
+    Read(std::io::Error),
+    /// It was read but is not a valid configuration (names the file).
+    #[error(transparent)]
+    Invalid(#[from] SettingsError),
+}
+
 impl Settings {
+    /// Reads and checks the configuration file `path` (the one reader of
+    /// `--config`, for the daemon, `ctl` and a reload).
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(LoadError::Read)?;
+        Ok(Self::from_toml(&text, &path.display().to_string())?)
+    }
+
     /// Parses TOML and validates it; `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, SettingsError> {
         let s: Settings = toml::from_str(text).map_err(|e| {

@@ -110,6 +110,7 @@ impl StepOutcome {
             period: assignment.period,
             arm: assignment.arm.clone(),
             arm_source: assignment.source,
+            arms: None,
             placement: step.placement,
             start_unix: m.start_unix,
             end_unix: m.end_unix,

@@ -13,11 +13,17 @@
 //! * `prometheus`: the exporter's Prometheus text exposition (feature
 //!   `prometheus`);
 //! * [`daemon`]: `numakit ctl status` for people;
+//! * [`advise`]: `numakit advise`'s answer as text and JSON;
 //! * [`irq`]: `numakit irq show`, the IRQ locality table and its JSON;
+//! * [`migrate`]: `numakit migrate`'s report as text and JSON;
+//! * [`pin`]: `numakit pin`'s report as text and JSON;
+//! * [`tune`]: `numakit tune`'s knobs, changes, profiles and checks as text
+//!   and JSON;
 //! * `bench`, `compare`: `numakit bench` and `numakit compare` as text and
 //!   JSON (feature `measure`); `plot`: the bench results as SVG charts
 //!   (feature `plot`).
 
+pub mod advise;
 #[cfg(feature = "measure")]
 pub mod bench;
 pub mod cgroup;
@@ -27,6 +33,8 @@ pub mod daemon;
 pub mod hardware;
 pub mod irq;
 pub mod json;
+pub mod migrate;
+pub mod pin;
 #[cfg(feature = "plot")]
 pub mod plot;
 #[cfg(feature = "prometheus")]
@@ -36,5 +44,6 @@ pub mod stat;
 pub mod svg;
 pub mod text;
 pub mod top;
+pub mod tune;
 
 pub use crate::units::human_bytes;

@@ -135,7 +135,7 @@ fn apply_inner(
 ) -> Result<ApplyOutcome, TuneError> {
     let _lock = if opts.dry_run { None } else { Some(Lock::acquire(&opts.state_path)?) };
     let readings = readings_for(sys, settings);
-    let plan = plan::plan(settings, &readings, read::kernel_version(sys))?;
+    let plan = plan::plan(settings, &readings, crate::sys::kernel::version(sys))?;
     let mut outcome =
         ApplyOutcome { plan, dry_run: opts.dry_run, newly_saved: Vec::new(), notes: Vec::new(), refused: Vec::new() };
     if opts.dry_run || outcome.plan.writes.is_empty() {
@@ -144,7 +144,7 @@ fn apply_inner(
     let path = opts.state_path.as_path();
     let previous = State::load(path)?;
     let boot_id = read::boot_id(sys);
-    let kernel = sys.read_nonempty("proc/sys/kernel/osrelease").ok().flatten();
+    let kernel = crate::sys::kernel::release(sys);
     let mut state = match previous.clone() {
         Some(s) if !s.belongs_to(sys.root()) => {
             return Err(TuneError::State {
