@@ -242,6 +242,7 @@ fn an_experiment_assigns_arms_and_each_job_leaves_its_record() {
         let s = Subject { cluster: Some("farm"), job, host: &host, start_unix: r.start_unix };
         let (i, _) = assign::arm_index(&design, &std::fs::read(&key).expect("key"), "farm", &s);
         assert_eq!((r.arm.as_str(), r.arm_source), (design.arms[i].label.as_str(), ArmSource::Assigned));
+        assert_eq!(r.arms.as_deref(), Some("auto:1,none:1"), "the configured arms, for the report's balance check");
         // The arm was applied to the job: numactl --show inside it.
         let want = if r.arm == "auto" { "bind" } else { "default" };
         assert_eq!(policy(&o).0, want, "{r:?}");
@@ -270,6 +271,7 @@ fn an_experiment_assigns_arms_and_each_job_leaves_its_record() {
     assert_eq!(o.status.signal(), Some(15), "{o:?}");
     let r = outcomes(&out).pop().expect("a record");
     assert_eq!((r.job.as_str(), r.arm.as_str(), r.arm_source), ("77.server", "none", ArmSource::Chosen));
+    assert_eq!(r.arms.as_deref(), Some("auto:1,none:1"), "chosen within the running experiment");
     assert_eq!((r.exit_status, r.exit_signal), (None, Some(15)));
     // A key that cannot be read: the job runs with the site's default, one line says why.
     let broken = words.replace(key.to_str().expect("utf8"), "/nonexistent/key");
@@ -282,7 +284,7 @@ fn an_experiment_assigns_arms_and_each_job_leaves_its_record() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("experiment w: key /nonexistent/key: "), "{}", text(&o.stderr));
     let r = outcomes(&out).pop().expect("a record");
-    assert_eq!((r.arm.as_str(), r.arm_source, r.experiment), ("auto", ArmSource::Default, None));
+    assert_eq!((r.arm.as_str(), r.arm_source, r.experiment, r.arms), ("auto", ArmSource::Default, None, None));
     let o = run(wrapper(&ledger, &env).args([contrib("pbs-job-starter").to_str().expect("utf8"), "/bin/true"]));
     assert_eq!(text(&o.stderr), "", "said once per host and user");
 }

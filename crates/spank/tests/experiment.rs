@@ -202,8 +202,8 @@ fn a_job_array_experiment_against_sacct() {
             *arms.entry(r.arm.clone()).or_insert(0) += 1;
         }
         assert_eq!(
-            (r.experiment.as_deref(), r.cluster.as_str(), r.host.as_str()),
-            (Some("t1"), "nktest", host.as_str())
+            (r.experiment.as_deref(), r.arms.as_deref(), r.cluster.as_str(), r.host.as_str()),
+            (Some("t1"), Some("auto:1,none:1"), "nktest", host.as_str())
         );
         // sacct's record of the same step.
         let id = format!("{}.{}", r.job, r.step);
@@ -276,8 +276,8 @@ fn a_job_array_experiment_against_sacct() {
         let r = wait_records(slurm.dir(), expect);
         let last = r.last().cloned().unwrap_or_else(|| panic!("{what}: no record"));
         assert_eq!(
-            (last.arm.as_str(), last.arm_source, last.experiment.as_deref()),
-            ("none", ArmSource::Default, None),
+            (last.arm.as_str(), last.arm_source, last.experiment.as_deref(), last.arms.as_deref()),
+            ("none", ArmSource::Default, None, None),
             "{what}"
         );
         last

@@ -137,6 +137,7 @@ pub fn assign(
         period: None,
         arm: mode.to_string(),
         source,
+        arms: None,
         mode: mode.clone(),
         daemon: None,
     };
@@ -174,6 +175,7 @@ pub fn assign(
         period,
         arm: arm_label,
         source,
+        arms: Some(d.arms_spec()),
         mode,
         daemon,
     };
@@ -249,6 +251,7 @@ mod tests {
             assert_eq!(note, None);
             assert_eq!(a.source, ArmSource::Assigned);
             assert_eq!(a.experiment.as_deref(), Some("q"));
+            assert_eq!(a.arms.as_deref(), Some("auto:3,none:1"));
             counts[usize::from(a.arm == "none")] += 1;
             // Every step of the job, on any host, at any time: the same arm.
             let (b, _) = assign(Some(&d), Ok(KEY), None, None, &JobMode::None, &subject(&id, "wn9", 9e9));
@@ -320,8 +323,9 @@ mod tests {
         let (a, _) = assign(Some(&d), Ok(KEY), None, Some(&JobMode::Local), &JobMode::None, &s);
         assert_eq!((a.arm.as_str(), a.source, &a.mode), ("local", ArmSource::Chosen, &JobMode::Local));
         assert_eq!(a.experiment.as_deref(), Some("q"), "chosen within a running experiment");
+        assert_eq!(a.arms.as_deref(), Some("auto:1,none:1"));
         let (a, why) = assign(Some(&d), Err("key /k: missing".into()), None, None, &JobMode::None, &s);
-        assert_eq!((a.arm.as_str(), a.source, a.experiment), ("none", ArmSource::Default, None));
+        assert_eq!((a.arm.as_str(), a.source, a.experiment, a.arms), ("none", ArmSource::Default, None, None));
         assert_eq!(why.as_deref(), Some("experiment q: key /k: missing; jobs get the site's default"));
         let no_cluster = Subject { cluster: None, ..s.clone() };
         let (a, why) = assign(Some(&d), Ok(KEY), None, None, &JobMode::Auto, &no_cluster);

@@ -77,6 +77,9 @@ pub struct Assignment {
     pub arm: String,
     /// How the arm was set.
     pub source: ArmSource,
+    /// The experiment's arms and shares ([`Design::arms_spec`]), the
+    /// record's `arms`; `None` when no experiment ran.
+    pub arms: Option<String>,
     /// The mode the job's tasks are placed with.
     pub mode: JobMode,
     /// With a daemon arm: whether the host's daemon acts.
@@ -193,6 +196,13 @@ impl Design {
         self.arms.iter().map(|a| u64::from(a.share)).sum()
     }
 
+    /// The arms with their shares as one word, `auto:2,none:1` (every
+    /// share written out, in the site's order): the records' `arms`, from
+    /// which `numakit report` checks the assignment's balance.
+    pub fn arms_spec(&self) -> String {
+        self.arms.iter().map(|a| format!("{}:{}", a.label, a.share)).collect::<Vec<_>>().join(",")
+    }
+
     /// Whether the arms are the daemon's (on or off).
     pub fn daemon_arms(&self) -> bool {
         self.arms.iter().any(|a| matches!(a.kind, ArmKind::Daemon(_)))
@@ -260,11 +270,13 @@ mod tests {
             ]
         );
         assert_eq!(d.total_share(), 3);
+        assert_eq!(d.arms_spec(), "auto:2,none:1");
         assert_eq!((d.period, d.until, d.stop.as_ref(), d.cluster.as_ref()), (None, None, None, None));
         assert!(!d.daemon_arms());
         // A share may be left out: 1.
         let d = parse("experiment=x arms=local,interleave key=/k").unwrap().unwrap();
         assert_eq!(d.arms.iter().map(|a| a.share).collect::<Vec<_>>(), [1, 1]);
+        assert_eq!(d.arms_spec(), "local:1,interleave:1");
         assert_eq!(parse(""), Ok(None));
     }
 

@@ -110,7 +110,7 @@ impl StepOutcome {
             period: assignment.period,
             arm: assignment.arm.clone(),
             arm_source: assignment.source,
-            arms: None,
+            arms: assignment.arms.clone(),
             placement: step.placement,
             start_unix: m.start_unix,
             end_unix: m.end_unix,
@@ -180,6 +180,7 @@ mod tests {
             period: None,
             arm: "auto".into(),
             source: ArmSource::Assigned,
+            arms: Some("auto:1,none:1".into()),
             mode: JobMode::Auto,
             daemon: None,
         };
@@ -213,6 +214,7 @@ mod tests {
             ("farm", "43", "batch", Some(3))
         );
         assert_eq!((r.arm.as_str(), r.arm_source, r.unit), ("auto", ArmSource::Assigned, Some(Unit::Job)));
+        assert_eq!(r.arms.as_deref(), Some("auto:1,none:1"));
         let back: StepOutcome = serde_json::from_str(&r.to_line()).unwrap();
         assert_eq!(back, r);
         assert!(!r.to_line().contains('\n'));
