@@ -262,6 +262,9 @@ fn a_job_array_experiment_against_sacct() {
     assert!(seen.contains(&tag), "the ledger held {tag}: {seen}");
     let left: Vec<_> = std::fs::read_dir(&ledger).expect("ledger").flatten().map(|e| e.file_name()).collect();
     assert!(left.iter().all(|n| !n.to_string_lossy().ends_with(".json")), "entries left: {left:?}");
+    let reported = Instant::now();
+    check_report(&slurm, &got, &chosen_id);
+    let report_s = reported.elapsed().as_secs_f64();
 
     // The site's hands on the experiment: no job fails, each gets the
     // default, the log says why once per host.
@@ -296,10 +299,106 @@ fn a_job_array_experiment_against_sacct() {
     assert_eq!(said("is given twice"), 1, "the bad word once:\n{log}");
     assert!(log.contains("stopped by the site") && log.contains("ended at 2020-01-01T00:00:00Z"), "{log}");
     eprintln!(
-        "experiment: Slurm with accounting ready in {:.1} s; {} jobs, records and sacct in {:.1} s; all {:.1} s",
+        "experiment: Slurm with accounting ready in {:.1} s; {} jobs, records and sacct in {:.1} s; \
+         numakit report --sacct {report_s:.1} s; all {:.1} s",
         ready.as_secs_f64(),
         n + 2,
         (ran - ready).as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
+}
+
+/// The `numakit` binary cargo built beside this test (`cargo test
+/// --workspace` builds it; `cargo build -p numakit-cli` otherwise).
+fn numakit() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let bin = exe.parent().and_then(Path::parent).expect("profile folder").join("numakit");
+    assert!(bin.is_file(), "{} is missing: cargo build -p numakit-cli", bin.display());
+    bin
+}
+
+/// `numakit report --json --sacct` over the records `got` (the whole
+/// reports folder), with sacct run by the report itself against this
+/// Slurm's database: the experiment's arms and shares from the records,
+/// each arm's jobs and failures as the records have them, the chosen job
+/// shown and not compared, every job joined to its sacct row with the
+/// same wall and CPU time.
+fn check_report(slurm: &Slurm, got: &[StepOutcome], chosen_id: &str) {
+    let out = slurm
+        .command(numakit().to_str().expect("utf8"))
+        .args(["report", "--json", "--sacct"])
+        .arg(slurm.dir().join("reports"))
+        .output()
+        .expect("numakit report");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "numakit report: {err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let c = || format!("{r:#}");
+    // Each job's outcome from its records: (arm, source, group, failed).
+    let mut jobs: BTreeMap<&str, (&str, ArmSource, &str, bool)> = BTreeMap::new();
+    for g in got {
+        let failed = g.exit_signal.is_some() || g.exit_status != Some(0);
+        let e = jobs.entry(&g.job).or_insert((&g.arm, g.arm_source, g.job_name.as_deref().unwrap_or(""), false));
+        e.3 |= failed;
+    }
+    let all = jobs.len() as u64;
+    let failed = jobs.values().filter(|j| j.3).count() as u64;
+    assert!(failed >= 3, "tasks 4, 9 exit 3, task 7 a signal: {jobs:?}");
+    let counts = &r["input"]["counts"];
+    for (k, want) in [("records", got.len() as u64), ("jobs", all), ("failed", failed), ("sacct_matched", all)] {
+        assert_eq!(counts[k].as_u64(), Some(want), "{k}: {}", c());
+    }
+    for k in ["bad", "inconsistent", "sacct_missing"] {
+        assert_eq!(counts[k].as_u64(), Some(0), "{k}: {}", c());
+    }
+    let sacct = &r["sacct"];
+    let states: u64 = sacct["states"].as_array().into_iter().flatten().map(|s| s[1].as_u64().unwrap_or(0)).sum();
+    assert_eq!(states, all, "{}", c());
+    let completed = sacct["states"].as_array().into_iter().flatten().find(|s| s[0] == "COMPLETED");
+    assert_eq!(completed.and_then(|s| s[1].as_u64()), Some(all - failed), "{}", c());
+    for t in ["wall", "cpu"] {
+        let a = &sacct[t];
+        assert_eq!((a["compared"].as_u64(), a["agree"].as_u64()), (Some(all), Some(all)), "{t}: {}", c());
+    }
+    let e = &r["experiments"][0];
+    assert_eq!(r["experiments"].as_array().map(Vec::len), Some(1), "{}", c());
+    assert_eq!((e["name"].as_str(), e["unit"].as_str()), (Some("t1"), Some("job")), "{}", c());
+    assert_eq!(e["shares"], serde_json::json!([["auto", 1.0], ["none", 1.0]]), "{}", c());
+    assert_eq!(e["shares_from"], "records", "{}", c());
+    // Per group (job name) and arm: jobs that ran to the end, and failures.
+    let mut want: BTreeMap<(String, String, String), (u64, u64)> = BTreeMap::new();
+    for (arm, source, group, bad) in jobs.values() {
+        let src = if *source == ArmSource::Assigned { "assigned" } else { "chosen" };
+        let w = want.entry((group.to_string(), arm.to_string(), src.to_string())).or_default();
+        if *bad {
+            w.1 += 1;
+        } else {
+            w.0 += 1;
+        }
+    }
+    let mut seen: BTreeMap<(String, String, String), (u64, u64)> = BTreeMap::new();
+    for g in e["groups"].as_array().into_iter().flatten() {
+        for a in g["arms"].as_array().into_iter().flatten().chain(g["not_randomized"].as_array().into_iter().flatten())
+        {
+            let key = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+            let k = (key(&g["group"]), key(&a["arm"]), key(&a["source"]));
+            let v = (a["jobs"].as_u64().unwrap_or(0), a["failed"].as_u64().unwrap_or(0));
+            assert!(seen.insert(k, v).is_none(), "one summary per group, arm and source: {}", c());
+        }
+    }
+    assert_eq!(seen, want, "jobs and failures per group and arm: {}", c());
+    assert!(seen.keys().any(|k| k.1 == "local" && k.2 == "chosen"), "chosen job {chosen_id}: {}", c());
+    let overall: BTreeMap<String, u64> = e["balance"]["overall"]["counts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|x| (x[0].as_str().unwrap_or_default().to_string(), x[1].as_u64().unwrap_or(0)))
+        .collect();
+    let mut assigned: BTreeMap<String, u64> = BTreeMap::new();
+    for ((_, arm, src), (ok, _)) in &want {
+        if src == "assigned" {
+            *assigned.entry(arm.clone()).or_default() += ok;
+        }
+    }
+    assert_eq!(overall, assigned, "the balance check's counts (jobs that ran to the end): {}", c());
 }
