@@ -224,7 +224,7 @@ impl Collector {
         mono_s: f64,
         wall_s: f64,
     ) -> Result<(Snapshot, ScanCounts), SysError> {
-        let clk = stats::clock_ticks_per_sec();
+        let clk = pidstat::clock_ticks_per_sec();
         let page = stats::page_size();
         let window = self.prev_at.map(|p| (mono_s - p).max(1e-3));
         let uptime = read_uptime(sys)?;
@@ -404,7 +404,7 @@ impl Collector {
         // the window, so its time is split half and half (the expectation
         // for a uniform moment), not all given to where it happens to be
         // (a scheduler's bounce onto a busy node would look like room).
-        let clk = stats::clock_ticks_per_sec();
+        let clk = pidstat::clock_ticks_per_sec();
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
         let mut measured = 0.0;

@@ -50,7 +50,7 @@ pub struct NodeLoad {
     /// Its free memory.
     pub free_bytes: u64,
     /// Jobs numakit placed there that still run (from the job ledger,
-    /// [`crate::batch::ledger`]; 0 when not known). Among the nodes a job
+    /// `batch::ledger`; 0 when not known). Among the nodes a job
     /// fits, the one with the fewest comes first, so that jobs starting
     /// together spread.
     pub placed: u32,
