@@ -13,9 +13,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::config::Config;
 use super::history::History;
 use super::settings::Settings;
 use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use crate::place::auto;
 use crate::procs::counters::{Event, ThreadCounters};
 use crate::procs::{self, numa_maps, pidstat, ProcStat};
 use crate::sets::{CpuSet, NodeSet};
@@ -97,14 +99,6 @@ struct MapsEntry {
     mem: BTreeMap<u32, u64>,
     policy: MemPolicy,
 }
-
-/// How long a process's memory per node read from `numa_maps` is used
-/// again while its resident size stays within 5%, its threads stay on the
-/// same node and no page of the machine has migrated (`pgmigrate_success`
-/// of `/proc/vmstat` unchanged): pages change node only by allocation (the
-/// resident size moves), migration (numakit's own, the kernel's AutoNUMA
-/// beside `autonuma = "place-cpus"`, compaction, other tools) or reclaim.
-pub const NUMA_MAPS_MAX_AGE_S: f64 = 60.0;
 
 /// Per-process numbers of the cheap first pass, for [`Collector::details`].
 #[derive(Debug, Clone, Copy)]
@@ -203,8 +197,8 @@ impl Collector {
         self.prev_at.is_some()
     }
 
-    /// CPUs idle at least half of the last window (what `run --auto`
-    /// counts as idle).
+    /// CPUs idle at least [`auto::IDLE_SHARE`] of the last window (what
+    /// `run --auto` counts as idle).
     pub fn last_idle(&self) -> &CpuSet {
         &self.last_idle
     }
@@ -318,7 +312,8 @@ impl Collector {
             }
             let rss = st.rss_pages.saturating_mul(page);
             let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
-            let rec = history.committed.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s));
+            let rec =
+                history.committed.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s, cfg.same_start_slack_s));
             let placed = rec.is_some_and(|r| r.placement.is_some());
             // A move still settling is read afresh every scan.
             let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());
@@ -326,7 +321,7 @@ impl Collector {
                 continue;
             }
             let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated };
-            match self.details(sys, node_cpus, include, managed, &st, &ctx, &mut threads_seen, counters.as_mut()) {
+            match self.details(sys, node_cpus, include, managed, &st, &ctx, cfg, &mut threads_seen, counters.as_mut()) {
                 Ok(Some((p, entry, fresh))) => {
                     counted.push(pid);
                     counts.detailed += 1;
@@ -346,7 +341,7 @@ impl Collector {
             self.counters = Some(c);
         }
         self.prev_at = Some(mono_s);
-        self.last_idle = idle.iter().filter(|(_, s)| **s >= 0.5).map(|(c, _)| *c).collect();
+        self.last_idle = idle.iter().filter(|(_, s)| **s >= auto::IDLE_SHARE).map(|(c, _)| *c).collect();
         self.prev_cpu = Some(cpu_now);
         self.prev_threads = threads_seen;
         // Keep the entries of processes still alive that were not
@@ -381,6 +376,7 @@ impl Collector {
         managed: &ManagedCgroups,
         st: &ProcStat,
         ctx: &Ctx,
+        cfg: &Config,
         threads_seen: &mut HashMap<i32, ThreadSeen>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
@@ -445,9 +441,9 @@ impl Collector {
             !settling
                 && e.start_ticks == st.start_ticks
                 && e.main_node == main_node
-                && mono_s - e.at < NUMA_MAPS_MAX_AGE_S
+                && mono_s - e.at < cfg.numa_maps_max_age_s
                 && e.migrated == migrated
-                && (e.rss as f64 - rss as f64).abs() <= 0.05 * e.rss.max(1) as f64
+                && (e.rss as f64 - rss as f64).abs() <= cfg.numa_maps_rss_share * e.rss.max(1) as f64
         });
         let (entry, fresh) = match cached {
             Some(e) => (e.clone(), false),
