@@ -148,6 +148,7 @@ impl StaticBind {
                     total_bytes: n.mem_bytes,
                     free_bytes: None,
                     used_bytes: None,
+                    inactive_file_bytes: None,
                 }),
                 hugepages: Vec::new(),
                 has_cpu: n.cpus > 0,
