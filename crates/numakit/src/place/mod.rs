@@ -9,6 +9,7 @@
 
 pub mod auto;
 pub mod iospec;
+mod limits;
 mod plan;
 mod request;
 

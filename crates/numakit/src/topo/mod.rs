@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::sets::{CpuSet, NodeSet};
 use crate::sys::{SysError, SysRoot};
 
+pub use allowed::read_cpuset_cpus;
 pub use cpus::MAX_CPUS;
 pub use devices::{device_pci_address, is_pci_address, pci_parent, PciDevice};
 pub use nodes::{parse_distance_row, MAX_NODES};
