@@ -23,7 +23,7 @@ const MIB: u64 = 1 << 20;
 /// 128 MiB when the caches are unknown.
 pub fn default_array_bytes(topo: &Topology) -> u64 {
     match total_llc_bytes(topo) {
-        Some(llc) => (4 * llc).next_multiple_of(MIB),
+        Some(llc) => llc.saturating_mul(4).saturating_add(MIB - 1) / MIB * MIB,
         None => 128 * MIB,
     }
 }
@@ -31,7 +31,8 @@ pub fn default_array_bytes(topo: &Topology) -> u64 {
 /// The default latency buffer: 256 MiB, or 4 times the total last-level
 /// cache rounded up to a power of two when that is larger.
 pub fn default_latency_bytes(topo: &Topology) -> u64 {
-    let four_llc = total_llc_bytes(topo).map_or(0, |l| (4 * l).next_power_of_two());
+    let four_llc =
+        total_llc_bytes(topo).map_or(0, |l| l.saturating_mul(4).checked_next_power_of_two().unwrap_or(1 << 63));
     four_llc.max(256 * MIB)
 }
 
@@ -39,8 +40,12 @@ pub fn default_latency_bytes(topo: &Topology) -> u64 {
 pub fn total_llc_bytes(topo: &Topology) -> Option<u64> {
     let data = |k: &str| k.eq_ignore_ascii_case("unified") || k.eq_ignore_ascii_case("data");
     let level = topo.caches.iter().filter(|c| data(&c.kind)).map(|c| c.level).max()?;
-    let total: u64 =
-        topo.caches.iter().filter(|c| c.level == level && data(&c.kind)).filter_map(|c| c.size_bytes).sum();
+    let total = topo
+        .caches
+        .iter()
+        .filter(|c| c.level == level && data(&c.kind))
+        .filter_map(|c| c.size_bytes)
+        .fold(0u64, u64::saturating_add);
     (total > 0).then_some(total)
 }
 
@@ -48,7 +53,7 @@ pub fn total_llc_bytes(topo: &Topology) -> Option<u64> {
 /// `MemFree`: the check of sizes the user gave.
 pub(super) fn check_memory(topo: &Topology, node: u32, bytes: u64) -> Result<(), BenchError> {
     match free_bytes(topo, node) {
-        Some(f) if f < bytes + bytes / 20 => Err(BenchError::Usage(format!(
+        Some(f) if f < bytes.saturating_add(bytes / 20) => Err(BenchError::Usage(format!(
             "node {node} has {} free, the buffers need {}: use a smaller --size",
             human_bytes(f),
             human_bytes(bytes)
@@ -89,13 +94,13 @@ pub(super) fn array_bytes(
 ) -> Result<(u64, Option<String>), BenchError> {
     if let Some(b) = given {
         for &m in mem_nodes {
-            check_memory(topo, m, 3 * b)?;
+            check_memory(topo, m, b.saturating_mul(3))?;
         }
         return Ok((b, None));
     }
     let wanted = default_array_bytes(topo);
     let Some((budget, node, free)) = budget(topo, mem_nodes) else { return Ok((wanted, None)) };
-    if 3 * wanted <= budget {
+    if wanted.saturating_mul(3) <= budget {
         return Ok((wanted, None));
     }
     let fit = budget / 3 / MIB * MIB;
@@ -145,9 +150,9 @@ pub(super) fn latency_sizes(
 
 fn latency_note(topo: &Topology, fit: u64, wanted: u64, node: u32, free: u64) -> String {
     let cache = match total_llc_bytes(topo) {
-        Some(llc) if fit < 4 * llc => format!(
+        Some(llc) if fit < llc.saturating_mul(4) => format!(
             "; a buffer smaller than 4 × the last-level cache ({}) lets part of the chase hit the cache",
-            human_bytes(4 * llc)
+            human_bytes(llc.saturating_mul(4))
         ),
         _ => String::new(),
     };
@@ -171,7 +176,7 @@ pub(super) fn loaded_bytes(
 ) -> Result<(u64, u64, Option<String>), BenchError> {
     let size = given.0.unwrap_or_else(|| default_latency_bytes(topo));
     let gen = given.1.unwrap_or_else(|| default_array_bytes(topo));
-    let total = size + generators * gen;
+    let total = size.saturating_add(generators.saturating_mul(gen));
     let budget = budget(topo, &[mem_node]);
     let fits = budget.is_none_or(|(b, _, _)| total <= b);
     if fits || (given.0.is_some() && given.1.is_some()) {
@@ -182,7 +187,7 @@ pub(super) fn loaded_bytes(
     // The chase shrinks with the generators (by the share of the budget
     // left after what was given), to a power of two; the generators take
     // what it leaves, at most their default.
-    let fixed = given.0.unwrap_or(0) + given.1.map_or(0, |g| generators * g);
+    let fixed = given.0.unwrap_or(0).saturating_add(given.1.map_or(0, |g| generators.saturating_mul(g)));
     let room = budget.saturating_sub(fixed);
     let flexible = (total - fixed).max(1);
     let new_size = match given.0 {
@@ -196,7 +201,7 @@ pub(super) fn loaded_bytes(
     if new_size < MIB || (generators > 0 && new_gen < MIB) {
         return Err(too_little(node, free, "the loaded-latency test's buffers"));
     }
-    check_memory(topo, mem_node, new_size + generators * new_gen)?;
+    check_memory(topo, mem_node, new_size.saturating_add(generators.saturating_mul(new_gen)))?;
     let mut parts = Vec::new();
     if new_size != size {
         parts.push(format!("a chase buffer of {} instead of {}", human_bytes(new_size), human_bytes(size)));

@@ -282,3 +282,22 @@ fn loaded_curve_from_a_stand_in() {
     let r = run_loaded(&t, &mut probe, &opts, &mut |_| {}).expect("runs");
     assert_eq!((r.cpu_node, r.mem_node), (1, 3));
 }
+
+#[test]
+fn sizes_from_absurd_caches_and_requests_do_not_overflow() {
+    let (_d, mut t) = machine();
+    llc(&mut t, u64::MAX / 2);
+    t.caches.push(t.caches[0].clone());
+    t.caches[1].cpus.insert(1);
+    assert_eq!(total_llc_bytes(&t), Some(u64::MAX - 1));
+    assert!(default_array_bytes(&t) >= u64::MAX / 2);
+    assert_eq!(default_latency_bytes(&t), 1 << 63);
+    let mut probe = Fake { topo: t.clone(), calls: vec![] };
+    // The default shrinks to what is free; a huge size given is refused.
+    let r = run_bandwidth(&t, &mut probe, &BandwidthOptions { reps: 1, ..Default::default() }, &mut |_| {});
+    assert_eq!(r.expect("fits").array_bytes, 192 << 20);
+    let opts = BandwidthOptions { array_bytes: Some(u64::MAX / 2), ..Default::default() };
+    assert!(run_bandwidth(&t, &mut probe, &opts, &mut |_| {}).is_err());
+    let opts = LoadedOptions { cpu_node: Some(0), generator_bytes: Some(u64::MAX), ..Default::default() };
+    assert!(run_loaded(&t, &mut probe, &opts, &mut |_| {}).is_err());
+}
