@@ -176,6 +176,7 @@ impl StaticBind {
             caches: Vec::new(),
             pci_devices: Vec::new(),
             allowed: Allowed { cpus: all, nodes: ids, from: "simulated".into() },
+            memory_accounting: None,
             numa_info: true,
         };
         Self { topo, first_cpu }
