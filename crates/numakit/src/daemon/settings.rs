@@ -238,6 +238,7 @@ impl Settings {
             ("decide.ratio_at", d.ratio_at, 1.0, 100.0),
             ("decide.stickiness", d.stickiness, 1.0, 100.0),
             ("decide.min_benefit_over_cost", d.min_benefit_over_cost, 0.0, 1e6),
+            ("decide.numa_maps_rss_share", d.numa_maps_rss_share, 0.0, 1.0),
         ];
         for (name, v, lo, hi) in fractions {
             if !(v.is_finite() && (lo..=hi).contains(&v)) {
@@ -253,11 +254,16 @@ impl Settings {
             ("decide.comm_leave_alone_s", d.comm_leave_alone_s),
             ("decide.migrate_cost_s_per_gib", d.migrate_cost_s_per_gib),
             ("decide.interval_s", d.interval_s),
+            ("decide.same_start_slack_s", d.same_start_slack_s),
+            ("decide.numa_maps_max_age_s", d.numa_maps_max_age_s),
         ];
         for (name, v) in times {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(name, &v, "must be a number of seconds, 0 or more");
             }
+        }
+        if !(d.drift_prior_weight_s.is_finite() && d.drift_prior_weight_s > 0.0) {
+            return bad("decide.drift_prior_weight_s", &d.drift_prior_weight_s, "must be a number of seconds above 0");
         }
         if d.page_bytes == 0 || !d.page_bytes.is_power_of_two() {
             return bad("decide.page_bytes", &d.page_bytes, "must be a power of two");
@@ -371,6 +377,9 @@ mod tests {
         assert!(e("intervl = 3").contains("intervl"));
         assert!(e("[decide]\nharm_threshold = 2").contains("decide.harm_threshold = 2"));
         assert!(e("[decide]\npage_bytes = 3000").contains("decide.page_bytes = 3000"));
+        assert!(e("[decide]\ndrift_prior_weight_s = 0").contains("decide.drift_prior_weight_s = 0"));
+        assert!(e("[decide]\nnuma_maps_rss_share = 1.5").contains("decide.numa_maps_rss_share = 1.5"));
+        assert!(e("[decide]\nsame_start_slack_s = -1").contains("decide.same_start_slack_s = -1"));
         for t in ["interval_min_s = 0", "[decide]\nmin_cpu = -1", "[decide]\ncooldown_s = -5"] {
             assert!(!e(t).contains('\n'), "{t}");
         }

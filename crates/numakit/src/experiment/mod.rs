@@ -1,6 +1,6 @@
 //! Randomized NUMA experiments on a farm: the site's design ([`design`]),
 //! its secret key ([`key`]), which arm a job gets where it starts
-//! ([`assign`], feature `experiment`), and the record each job step leaves
+//! ([`assign`]), and the record each job step leaves
 //! behind ([`record`]): the job's names as its batch system gives them
 //! ([`ids`]), the host's hardware key ([`hardware`]) and the record built
 //! from what its writer measured ([`outcome`]). The analysis of the
@@ -10,7 +10,6 @@
 //! step's cgroup ([`crate::stats::usage`]), place the job
 //! ([`crate::batch`]) and append the line ([`crate::files::append_line`]).
 
-#[cfg(feature = "experiment")]
 pub mod assign;
 pub mod design;
 pub mod hardware;

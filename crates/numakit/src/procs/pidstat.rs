@@ -39,6 +39,17 @@ impl ProcStat {
     }
 }
 
+/// Clock ticks per second of `/proc` CPU times (`sysconf(_SC_CLK_TCK)`).
+pub fn clock_ticks_per_sec() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
 /// Parses a `stat` line of a process or thread. The comm may hold spaces
 /// and parentheses, so fields are counted after the last `)`. CPU times
 /// whose sum passes 64 bits are `u64::MAX`; a last CPU at or above
