@@ -58,17 +58,23 @@ const SCRIPT: &str = r#"
 slurm_guest nkvm || exit 1
 echo '+cpuset +memory' > /sys/fs/cgroup/cgroup.subtree_control
 echo '+cpuset +memory' > /sys/fs/cgroup/system.slice/cgroup.subtree_control
+# now, mark WHAT: the guest's clock; a progress line on stdout and in the
+# kernel log (the console tail a timed-out run shows). exp.sh, run by
+# nk-slurm in a shell of its own, defines them again.
 now() { cut -d' ' -f1 /proc/uptime; }
+mark() { echo "$1 $(now)"; echo "vm_experiment: $1 $(now)" > /dev/kmsg; }
 head -c 32 /dev/urandom > /tmp/exp.key && chmod 600 /tmp/exp.key
 echo "key $(od -An -v -tx1 /tmp/exp.key | tr -d ' \n')"
 printf '#!/bin/sh\nsleep 1\n' > /tmp/job.sh
 cat > /tmp/exp.sh <<'NKEND'
-echo "slurm_up $(now)"
+now() { cut -d' ' -f1 /proc/uptime; }
+mark() { echo "$1 $(now)"; echo "vm_experiment: $1 $(now)" > /dev/kmsg; }
+mark slurm_up
 sbatch --array=0-@LAST@ -o /dev/null -J exp /tmp/job.sh
 sbatch --numa=interleave -J own -o /dev/null --wrap 'sleep 1'
 end=$(($(date +%s) + 300))
 while [ $(date +%s) -lt $end ]; do [ $(cat /tmp/reports/numakit-outcomes.jsonl 2>/dev/null | wc -l) -ge @ALL@ ] && break; sleep 0.2; done
-echo "jobs_done $(now)"
+mark jobs_done
 sleep 2
 sed 's/^/outcome /' /tmp/reports/numakit-outcomes.jsonl
 grep -h 'numakit: .*experiment vm' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /log /'
@@ -76,13 +82,13 @@ end=$(($(date +%s) + 90))
 while [ $(date +%s) -lt $end ]; do
   [ $(sacct -a -n -X -P -o State -S 2020-01-01 2>/dev/null | grep -c '^COMPLETED') -ge @ALL@ ] && break; sleep 0.5
 done
-echo "acct_done $(now)"
+mark acct_done
 @NK@ report --json --sacct /tmp/reports > /tmp/report.json 2> /tmp/report.err
 echo "report_rc $?"
 sed 's/^/report /' /tmp/report.json
 sed 's/^/report_err /' /tmp/report.err
 NKEND
-echo "start $(now)"
+mark start
 timeout 600 @NKSLURM@ --ready-timeout 180 --accounting --node nkvm --proctrack proctrack/cgroup --task-plugin task/cgroup \
   --cgroup-conf CgroupPlugin=cgroup/v2 --cgroup-conf IgnoreSystemd=yes --cgroup-conf ConstrainRAMSpace=yes \
   --conf SchedulerParameters=batch_sched_delay=0,sched_min_interval=0 \
