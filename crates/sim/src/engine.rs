@@ -831,6 +831,8 @@ impl<'a> Engine<'a> {
                     .filter(|&a| j.w_node[a] > 0.0)
                     .map(|a| (sm.id(a), j.w_node[a] / wt))
                     .collect(),
+                // The model knows where every thread ran all along.
+                cpu_measured: true,
                 affinity: self.ids(j.mask),
                 cpuset: NodeSet::new(),
                 mem_policy: pol,

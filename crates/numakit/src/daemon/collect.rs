@@ -9,7 +9,8 @@
 //! threads' `stat` and `numa_maps` read. CPU use is the difference of CPU
 //! time between two scans, so a process seen for the first time (or the
 //! first time above the memory threshold) counts as idle until the next
-//! scan.
+//! scan; its threads are read then, so that the next scan measures where
+//! they ran.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -308,10 +309,13 @@ impl Collector {
             let cpu_s = st.cpu_ticks as f64 / clk;
             counts.processes += usize::from(!by_statm);
             // Another start time than last scan: the pid was reused.
-            let cpu_use = match (self.prev_procs.get(&pid), window) {
-                (Some(p), Some(w)) if p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s => (cpu_s - p.cpu_s) / w,
-                _ => 0.0,
+            let rate = match (self.prev_procs.get(&pid), window) {
+                (Some(p), Some(w)) if p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s => {
+                    Some((cpu_s - p.cpu_s) / w)
+                }
+                _ => None,
             };
+            let cpu_use = rate.unwrap_or(0.0);
             seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks });
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
@@ -323,6 +327,14 @@ impl Collector {
             // A move still settling is read afresh every scan.
             let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());
             if !placed && (cpu_use < cfg.min_cpu || rss < cfg.min_rss_bytes) {
+                // Its CPU use is not known yet (the first scan, or first seen
+                // this large): its threads are read now, so that if it is
+                // busy the next scan measures where they ran.
+                if rate.is_none() && rss >= cfg.min_rss_bytes {
+                    if let Err(e) = read_threads(sys, node_cpus, pid, &mut threads_seen) {
+                        counts.skipped(e)?;
+                    }
+                }
                 continue;
             }
             let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated };
@@ -412,14 +424,13 @@ impl Collector {
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, mono_s));
         for &tid in &tids {
-            let Some(t) = procs::read_task_stat(sys, pid, tid)? else { continue };
-            let node = t.processor.and_then(|c| node_cpus.node_of(c));
-            let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
-            threads_seen.insert(tid, ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns });
+            let Some(t) = read_thread(sys, node_cpus, pid, tid)? else { continue };
+            threads_seen.insert(tid, t);
+            let ThreadSeen { cpu_ticks, node, wait_ns } = t;
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
             if let (Some(prev), Some(w)) = (self.prev_threads.get(&tid), window) {
-                let used = t.cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
+                let used = cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
                 if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
                     cpu_wait += now.saturating_sub(before) as f64 / 1e9 / w;
                 }
@@ -433,9 +444,10 @@ impl Collector {
                 measured += used;
             }
         }
-        if measured <= 0.0 {
+        let cpu_measured = measured > 0.0;
+        if !cpu_measured {
             // No per-thread history yet: the process's CPU use spread over
-            // where its threads last ran.
+            // where its threads are at this instant (not acted on).
             let n: f64 = weights.values().sum();
             cpu_per_node = weights.iter().map(|(k, w)| (*k, if n > 0.0 { cpu_use * w / n } else { 0.0 })).collect();
         }
@@ -471,6 +483,7 @@ impl Collector {
                 rss_bytes: rss,
                 mem_per_node,
                 cpu_per_node,
+                cpu_measured,
                 affinity,
                 cpuset,
                 mem_policy,
@@ -499,6 +512,30 @@ impl ScanCounts {
         }
         Ok(())
     }
+}
+
+/// One thread's reading: its CPU time, the node of its last CPU and its
+/// run delay; `None` when it exited.
+fn read_thread(sys: &SysRoot, node_cpus: &NodeCpus, pid: i32, tid: i32) -> Result<Option<ThreadSeen>, SysError> {
+    let Some(t) = procs::read_task_stat(sys, pid, tid)? else { return Ok(None) };
+    let node = t.processor.and_then(|c| node_cpus.node_of(c));
+    let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
+    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns }))
+}
+
+/// Every thread's reading of a process, for the next scan's window.
+fn read_threads(
+    sys: &SysRoot,
+    node_cpus: &NodeCpus,
+    pid: i32,
+    seen: &mut HashMap<i32, ThreadSeen>,
+) -> Result<(), SysError> {
+    for tid in procs::thread_ids(sys, pid)? {
+        if let Some(t) = read_thread(sys, node_cpus, pid, tid)? {
+            seen.insert(tid, t);
+        }
+    }
+    Ok(())
 }
 
 /// Seconds since boot (`/proc/uptime`).

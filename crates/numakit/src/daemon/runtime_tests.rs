@@ -636,3 +636,32 @@ fn exits_are_reported_once_and_only_real_ones() {
     let (snap, _) = rig.scan(3.0).unwrap();
     assert!(snap.exited.is_empty(), "{:?}", snap.exited);
 }
+
+/// A process at or above the memory threshold has its threads read at the
+/// first scan that sees it, although its CPU use is not known yet, so the
+/// next scan measures where they ran; one that becomes busy after a scan
+/// that skipped its threads (its CPU use was known and low) is listed as
+/// unmeasured once, measured from the scan after.
+#[test]
+fn where_threads_ran_is_measured_from_the_second_scan() {
+    let f = Fake::new();
+    let mut rig = Rig::new(&f);
+    let mut scan = |t: u64, ticks: u64, cpu: u32| {
+        f.proc(&reco(ticks, cpu));
+        f.tick(t * 100, t * 50);
+        rig.scan(t as f64).unwrap().0
+    };
+    // On node 1 at the first scan and on node 3 now: measured, split.
+    assert!(scan(0, 0, 1).procs.is_empty());
+    let s = scan(1, 100, 3);
+    let p = &s.procs[0];
+    assert!(p.cpu_measured, "{p:?}");
+    assert_eq!((p.cpu_per_node.get(&1), p.cpu_per_node.get(&3)), (Some(&0.5), Some(&0.5)));
+    // Idle for a second (not a candidate, its threads not read), then busy.
+    assert!(scan(2, 100, 3).procs.is_empty());
+    let s = scan(3, 200, 0);
+    assert!(!s.procs[0].cpu_measured, "{:?}", s.procs[0]);
+    assert_eq!(s.procs[0].cpu_per_node.get(&0), Some(&1.0), "where it is at this instant");
+    let s = scan(4, 300, 0);
+    assert!(s.procs[0].cpu_measured, "{:?}", s.procs[0]);
+}

@@ -85,6 +85,13 @@ pub struct ProcInfo {
     pub mem_per_node: BTreeMap<u32, u64>,
     /// CPUs used per node over the window (from the threads' last CPUs).
     pub cpu_per_node: BTreeMap<u32, f64>,
+    /// Whether `cpu_per_node` was measured over the window (each thread's
+    /// CPU time between two readings, counted where the thread was at
+    /// both), and not only guessed from where its threads happened to be
+    /// at the instant of this scan. The decision places only processes
+    /// whose placement was measured.
+    #[serde(default = "measured_by_default")]
+    pub cpu_measured: bool,
     /// Nodes covered by the CPU affinity.
     #[serde(with = "sets_serde")]
     pub affinity: NodeSet,
@@ -103,6 +110,12 @@ pub struct ProcInfo {
     pub progress: Progress,
     /// Share of cycles stalled on memory (hardware counters), 0..1.
     pub mem_stall_share: Option<f64>,
+}
+
+/// A snapshot written without `cpu_measured` came from a caller that
+/// measured every process's placement (the simulator, tests).
+fn measured_by_default() -> bool {
+    true
 }
 
 impl ProcInfo {

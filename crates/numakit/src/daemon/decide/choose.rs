@@ -53,6 +53,13 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::Waiting));
                 continue;
             }
+            // Only a measured placement is acted on: where its threads were at
+            // the instant of one scan (no earlier reading of them yet) may be
+            // a moment's bounce of the scheduler onto a busy node. The next
+            // scan measures it.
+            if !p.cpu_measured {
+                continue;
+            }
             // Cooling down after a move: only finishing that move (its pages) is
             // allowed.
             let cooling = rec.and_then(|r| r.last_move_s).filter(|last| now - last < cfg.cooldown_s);

@@ -258,6 +258,12 @@ impl<'a> Scan<'a> {
             if is_restricted(v, p) {
                 continue;
             }
+            // Drift is counted between two consecutive measured placements
+            // only: where a thread was at one instant is no placement.
+            if !p.cpu_measured {
+                rec.last_cpu_node = None;
+                continue;
+            }
             let main = main_node(v, p);
             if let (Some(prev), Some(cur)) = (rec.last_cpu_node, main) {
                 h.observed.drift_observed_s += elapsed;

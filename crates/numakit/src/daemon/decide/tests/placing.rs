@@ -395,3 +395,24 @@ fn page_budget_is_global_and_big_moves_continue() {
     let next: Vec<_> = d2.changes().map(|a| (a.kind.clone(), a.reason.clone())).collect();
     assert_eq!(next, [(ActionKind::Migrate { from: 0, to: 1, pages: owed }, Why::Pending { left_pages: 0 })]);
 }
+
+/// A process whose threads were read for the first time at this scan has
+/// its CPU use put where they are at this instant, which may be a moment's
+/// bounce of the scheduler: it is not placed until a scan has measured
+/// where they ran over a window (`cpu_measured`).
+#[test]
+fn a_thread_seen_on_a_node_at_one_instant_is_not_placed_there() {
+    let m = two();
+    // Its memory on node 0, its thread on node 1 at this instant.
+    let mut p = job(7, 1, &[(0, 2)], 0.4);
+    p.cpu_measured = false;
+    let s = snap(1000.0, &m, &[(2.0, 4), (2.0, 4)], vec![p.clone()]);
+    let d = decide(&m, &s, &Config::default(), &History::new());
+    assert!(d.actions.iter().all(|a| a.pid != 7), "{:#?}", d.actions);
+    assert!(d.history.observed.procs[&7].last_cpu_node.is_none(), "no drift observed from one instant");
+    // Measured there, it is placed.
+    p.cpu_measured = true;
+    let s = snap(1000.0, &m, &[(2.0, 4), (2.0, 4)], vec![p]);
+    let d = decide(&m, &s, &Config::default(), &History::new());
+    assert!(!binds(&d).is_empty(), "{:#?}", d.actions);
+}
