@@ -800,6 +800,8 @@ impl<'a> Engine<'a> {
                 id: self.m.id(a),
                 free_cpus: (self.cpus[a] - f64::from(self.r[a])).max(0.0),
                 free_bytes: (self.cap[a] - self.used[a]).max(0.0) as u64,
+                // Every job is listed, pinned ones with their affinity.
+                bound_cpus: 0.0,
             })
             .collect();
         let mut procs = Vec::with_capacity(self.jobs.len());

@@ -187,7 +187,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
 fn snap(t: f64, free: &[(u32, f64, u64)], procs: Vec<ProcInfo>) -> Snapshot {
     Snapshot {
         time_s: t,
-        nodes: free.iter().map(|&(id, c, b)| NodeState { id, free_cpus: c, free_bytes: b }).collect(),
+        nodes: free.iter().map(|&(id, c, b)| NodeState { id, free_cpus: c, free_bytes: b, bound_cpus: 0.0 }).collect(),
         procs,
         exited: Vec::new(),
     }

@@ -3,14 +3,15 @@
 //!
 //! Cheap first, costly only for candidates: every process costs one read
 //! of `/proc/PID/statm` (resident pages; the file is kept open, see
-//! [`KeptFiles`]); those at or above the memory threshold, or placed by
-//! numakit before, get `/proc/PID/stat` read (CPU time, start time); only
-//! those also above the CPU threshold get their `status`, `cgroup`,
-//! threads' `stat` and `numa_maps` read. CPU use is the difference of CPU
-//! time between two scans, so a process seen for the first time (or the
-//! first time above the memory threshold) counts as idle until the next
-//! scan; its threads are read then, so that the next scan measures where
-//! they ran.
+//! [`KeptFiles`]); those below the memory threshold one more, of their
+//! main thread's `schedstat`, for the load their owner pinned ([`small`]);
+//! those at or above it, or placed by numakit before, get `/proc/PID/stat`
+//! read (CPU time, start time); only those also above the CPU threshold get
+//! their `status`, `cgroup`, threads' `stat` and `numa_maps` read. CPU use
+//! is the difference of CPU time between two scans, so a process seen for
+//! the first time (or the first time above the memory threshold) counts as
+//! idle until the next scan; its threads are read then, so that the next
+//! scan measures where they ran.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,6 +25,8 @@ use crate::stats::{self, meminfo};
 use crate::sys::kept::{open_file_budget, KeptFiles};
 use crate::sys::{stat as cpustat, SysError, SysRoot};
 use crate::topo::Topology;
+
+mod small;
 
 /// What the collector needs of the machine: each node's CPUs the daemon
 /// may use (its CPUs minus the reserved ones).
@@ -152,6 +155,8 @@ pub struct Collector {
     prev_threads: HashMap<i32, ThreadSeen>,
     last_idle: CpuSet,
     maps: HashMap<i32, MapsEntry>,
+    /// Processes below the memory threshold: their pinned load.
+    small: small::SmallLoad,
 }
 
 /// Which cgroups numakit changed, so their original scope is reported
@@ -167,10 +172,12 @@ impl Default for Collector {
 
 impl Collector {
     /// A collector with no previous scan; it keeps up to half the files
-    /// this process may open for `statm` reads.
+    /// this process may open for `statm` reads, and a quarter for the
+    /// small processes' `schedstat`.
     pub fn new() -> Self {
         Self {
             statm: KeptFiles::new(open_file_budget() / 2),
+            small: small::SmallLoad::new(open_file_budget() / 4),
             counters: Some(ThreadCounters::new(Event::Instructions)),
             buf: Vec::with_capacity(256),
             prev_at: None,
@@ -239,13 +246,14 @@ impl Collector {
         let idle = cpustat::idle_share(self.prev_cpu.as_ref().unwrap_or(&BTreeMap::new()), &cpu_now);
         let free: BTreeMap<u32, u64> =
             meminfo::read_node_free(sys)?.into_iter().map(|m| (m.id, m.free_bytes().unwrap_or(0))).collect();
-        let nodes = node_cpus
+        let mut nodes: Vec<NodeState> = node_cpus
             .nodes
             .iter()
             .map(|(id, cpus)| NodeState {
                 id: *id,
                 free_cpus: cpus.iter().map(|c| idle.get(&c).copied().unwrap_or(0.0)).sum(),
                 free_bytes: free.get(id).copied().unwrap_or(0),
+                bound_cpus: 0.0,
             })
             .collect();
 
@@ -260,6 +268,8 @@ impl Collector {
         let mut counters = if sys.is_live() { self.counters.take() } else { None };
         let mut counted = Vec::new();
         let mut vanished = Vec::new();
+        self.small.begin();
+        let small_rules = small::Rules { mono_s, window, busy: cfg.busy_thread_cpu, every: cfg.idle_small_read_every };
         for &pid in &pids {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
@@ -288,6 +298,9 @@ impl Collector {
                 };
                 counts.processes += 1;
                 if resident < cfg.min_rss_bytes {
+                    if let Err(e) = self.small.observe(sys, node_cpus, pid, &small_rules) {
+                        counts.skipped(e)?;
+                    }
                     continue;
                 }
             }
@@ -351,6 +364,11 @@ impl Collector {
             }
         }
         self.statm.retain(|pid| pids.binary_search(pid).is_ok());
+        for (id, load) in self.small.finish() {
+            if let Some(n) = nodes.iter_mut().find(|n| n.id == id) {
+                n.bound_cpus = load;
+            }
+        }
         // Counters of processes that are no candidates now are closed: when
         // they come back their window starts afresh.
         if let Some(mut c) = counters {

@@ -20,6 +20,13 @@ pub struct NodeState {
     pub free_cpus: f64,
     /// Free memory in bytes.
     pub free_bytes: u64,
+    /// CPUs' worth of load of processes the snapshot does not list (too
+    /// small to be candidates) that their affinity keeps on a subset of the
+    /// nodes, this node's share of it: load the scheduler cannot move
+    /// elsewhere, as that of a listed process with a restricted affinity.
+    /// 0 when the collector does not say.
+    #[serde(default)]
+    pub bound_cpus: f64,
 }
 
 /// A process's memory policy, as far as the decision needs it.

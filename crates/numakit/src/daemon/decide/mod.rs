@@ -203,6 +203,9 @@ impl<'a> Scan<'a> {
             if let Some(a) = machine.index(ns.id) {
                 book.free_cpus[a] = ns.free_cpus.max(0.0);
                 book.free_bytes[a] = ns.free_bytes as f64;
+                // Pinned load of processes too small to be listed: as
+                // unmovable as a listed process's restricted one.
+                book.bound[a] += ns.bound_cpus.max(0.0);
             }
         }
         let mut all_facts: BTreeMap<i32, Facts> = BTreeMap::new();

@@ -101,7 +101,7 @@ pub(super) fn snap(t: f64, m: &Machine, free: &[(f64, u64)], procs: Vec<ProcInfo
             .nodes
             .iter()
             .zip(free)
-            .map(|(n, &(c, g))| NodeState { id: n.id, free_cpus: c, free_bytes: g * GIB })
+            .map(|(n, &(c, g))| NodeState { id: n.id, free_cpus: c, free_bytes: g * GIB, bound_cpus: 0.0 })
             .collect(),
         procs,
         exited: Vec::new(),
