@@ -27,6 +27,9 @@ use crate::sys::{stat as cpustat, SysError, SysRoot};
 use crate::topo::Topology;
 
 mod small;
+mod threads;
+
+use threads::{read_thread, read_threads, ThreadSeen};
 
 /// What the collector needs of the machine: each node's CPUs the daemon
 /// may use (its CPUs minus the reserved ones).
@@ -128,17 +131,6 @@ struct Seen {
     /// CPU time so far, seconds.
     cpu_s: f64,
     start_ticks: u64,
-}
-
-/// One thread at one scan.
-#[derive(Debug, Clone, Copy)]
-struct ThreadSeen {
-    /// CPU time (clock ticks, `stat`).
-    cpu_ticks: u64,
-    /// Node of its last CPU.
-    node: Option<u32>,
-    /// Time runnable but waiting for a CPU (ns, `schedstat`), when known.
-    wait_ns: Option<u64>,
 }
 
 /// Keeps what is needed between scans to turn CPU times into rates.
@@ -322,12 +314,8 @@ impl Collector {
             let cpu_s = st.cpu_ticks as f64 / clk;
             counts.processes += usize::from(!by_statm);
             // Another start time than last scan: the pid was reused.
-            let rate = match (self.prev_procs.get(&pid), window) {
-                (Some(p), Some(w)) if p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s => {
-                    Some((cpu_s - p.cpu_s) / w)
-                }
-                _ => None,
-            };
+            let prev = self.prev_procs.get(&pid).filter(|p| p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s);
+            let rate = prev.zip(window).map(|(p, w)| (cpu_s - p.cpu_s) / w);
             let cpu_use = rate.unwrap_or(0.0);
             seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks });
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
@@ -364,11 +352,7 @@ impl Collector {
             }
         }
         self.statm.retain(|pid| pids.binary_search(pid).is_ok());
-        for (id, load) in self.small.finish() {
-            if let Some(n) = nodes.iter_mut().find(|n| n.id == id) {
-                n.bound_cpus = load;
-            }
-        }
+        self.small.finish(&mut nodes);
         // Counters of processes that are no candidates now are closed: when
         // they come back their window starts afresh.
         if let Some(mut c) = counters {
@@ -530,30 +514,6 @@ impl ScanCounts {
         }
         Ok(())
     }
-}
-
-/// One thread's reading: its CPU time, the node of its last CPU and its
-/// run delay; `None` when it exited.
-fn read_thread(sys: &SysRoot, node_cpus: &NodeCpus, pid: i32, tid: i32) -> Result<Option<ThreadSeen>, SysError> {
-    let Some(t) = procs::read_task_stat(sys, pid, tid)? else { return Ok(None) };
-    let node = t.processor.and_then(|c| node_cpus.node_of(c));
-    let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
-    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns }))
-}
-
-/// Every thread's reading of a process, for the next scan's window.
-fn read_threads(
-    sys: &SysRoot,
-    node_cpus: &NodeCpus,
-    pid: i32,
-    seen: &mut HashMap<i32, ThreadSeen>,
-) -> Result<(), SysError> {
-    for tid in procs::thread_ids(sys, pid)? {
-        if let Some(t) = read_thread(sys, node_cpus, pid, tid)? {
-            seen.insert(tid, t);
-        }
-    }
-    Ok(())
 }
 
 /// Seconds since boot (`/proc/uptime`).

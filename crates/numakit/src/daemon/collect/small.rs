@@ -29,6 +29,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::NodeCpus;
+use crate::daemon::snapshot::NodeState;
 use crate::procs::{self, pidstat};
 use crate::sys::kept::KeptFiles;
 use crate::sys::{SysError, SysRoot};
@@ -149,12 +150,16 @@ impl SmallLoad {
         Ok(())
     }
 
-    /// The end of a scan: the bound load per node id, and the readings kept
-    /// for the next scan (those of processes not seen this time dropped).
-    pub(super) fn finish(&mut self) -> BTreeMap<u32, f64> {
+    /// The end of a scan: the bound load into `nodes`, and the readings
+    /// kept for the next scan (those of processes not seen this time
+    /// dropped).
+    pub(super) fn finish(&mut self, nodes: &mut [NodeState]) {
+        for n in nodes.iter_mut() {
+            n.bound_cpus = self.bound.get(&n.id).copied().unwrap_or(0.0);
+        }
+        self.bound.clear();
         self.prev = std::mem::take(&mut self.next);
         let prev = &self.prev;
         self.files.retain(|pid| prev.contains_key(pid));
-        std::mem::take(&mut self.bound)
     }
 }
