@@ -298,17 +298,47 @@ fn pages_moved_to_a_group_follow_its_threads() {
     assert!(after[0].abs_diff(2 * after[1]) <= (3 * 64) << 20, "{after:?}: {:#?}", d.actions);
 }
 
-/// The best option that pays, not the best option if it pays: a process
-/// local but for a few stray pages on another node is pinned in place,
-/// although the bind that also moves those pages nets a hair more and
-/// then fails `min_gain` (in the test bed: "best move gains +0.02%", every
-/// scan for six minutes).
+/// A process local but for a few stray pages on another node is pinned
+/// in place, and the strays come home with the pin when they pay for
+/// themselves (twice their cost over the horizon, as the pages of
+/// numakit's own placement do later): no thread moves and nobody is
+/// displaced, so any gain will do, however far below `min_gain` (numad
+/// moves them too; in the test bed numakit had left 0.13 % of a process's
+/// pages remote where numad left none).
 #[test]
-fn the_best_option_that_pays_is_taken() {
+fn a_pin_in_place_brings_stray_pages_home_when_they_pay() {
     let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
     let mut p = proc_(1, "job", &[(0, 1.0)], &[(0, 2)], 0.2);
     p.mem_per_node.insert(1, 3 * 4096);
     let d = decide(&m, &snap(1000.0, &m, &[(3.0, 6), (4.0, 8)], vec![p]), &Config::default(), &History::new());
+    let c: Vec<&ActionKind> = d.changes().map(|a| &a.kind).collect();
+    assert_eq!(
+        c,
+        [
+            &ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") },
+            &ActionKind::Migrate { from: 1, to: 0, pages: 3 }
+        ],
+        "{:#?}",
+        d.actions
+    );
+    let Some(Why::Improve { gain, .. }) = d.changes().next().map(|a| &a.reason) else { panic!() };
+    assert!(*gain < Config::default().min_gain, "{gain}");
+}
+
+/// The best option that pays, not the best option if it pays: the same
+/// strays in a 6 GiB process a minute old gain less than twice their
+/// cost over that minute, although a hair more than their cost, so the
+/// bind that also moves them nets more than the pin alone but does not
+/// pay; the pin alone is taken (in the test bed, taking the best option
+/// only if it paid left a process unplaced: "best move gains +0.02%",
+/// every scan for six minutes).
+#[test]
+fn the_best_option_that_pays_is_taken() {
+    let m = machine(&[(0, 4, 8), (1, 4, 8)], vec![vec![10, 21], vec![21, 10]]);
+    let mut p = proc_(1, "job", &[(0, 1.0)], &[(0, 6)], 0.2);
+    p.mem_per_node.insert(1, 3 * 4096);
+    p.age_s = 60.0;
+    let d = decide(&m, &snap(1000.0, &m, &[(3.0, 2), (4.0, 8)], vec![p]), &Config::default(), &History::new());
     assert_eq!(binds(&d), [(1, "0".to_string())], "{:#?}", d.actions);
     assert!(!d.changes().any(|a| matches!(a.kind, ActionKind::Migrate { .. })), "{:#?}", d.actions);
 }
