@@ -29,6 +29,11 @@ use crate::topo::Topology;
 /// Exit code for "cannot place now, try later" (sysexits.h EX_TEMPFAIL).
 pub const EX_TEMPFAIL: u8 = 75;
 
+/// A CPU idle for at least this share of the window its load was sampled
+/// over counts as idle ([`NodeLoad::idle_cpus`]), whoever sampled it: `run
+/// --auto` itself or the daemon's last scan. 0.5: idle more than busy.
+pub const IDLE_SHARE: f64 = 0.5;
+
 /// What a job needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AutoRequest {
@@ -47,10 +52,11 @@ pub struct NodeLoad {
     pub node: u32,
     /// Its CPUs that are idle now.
     pub idle_cpus: CpuSet,
-    /// Its free memory.
+    /// Its free memory: `MemFree` + `Inactive(file)` (page cache the
+    /// kernel reclaims first).
     pub free_bytes: u64,
     /// Jobs numakit placed there that still run (from the job ledger,
-    /// [`crate::batch::ledger`]; 0 when not known). Among the nodes a job
+    /// `batch::ledger`; 0 when not known). Among the nodes a job
     /// fits, the one with the fewest comes first, so that jobs starting
     /// together spread.
     pub placed: u32,
@@ -95,16 +101,17 @@ fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
-/// The nodes' loads from a set of idle CPUs and the free memory the
-/// topology read (0 where the kernel does not say), in the topology's
-/// node order.
+/// The nodes' loads from a set of idle CPUs and the memory the topology
+/// read as available (`MemFree` + `Inactive(file)`,
+/// [`NodeMemory::available_bytes`](crate::topo::NodeMemory::available_bytes);
+/// 0 where the kernel does not say), in the topology's node order.
 pub fn loads_of(topo: &Topology, idle: &CpuSet) -> Vec<NodeLoad> {
     topo.nodes
         .iter()
         .map(|n| NodeLoad {
             node: n.id,
             idle_cpus: n.cpus.intersection(idle),
-            free_bytes: n.memory.and_then(|m| m.free_bytes).unwrap_or(0),
+            free_bytes: n.memory.and_then(|m| m.available_bytes()).unwrap_or(0),
             placed: 0,
         })
         .collect()
