@@ -53,7 +53,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("crates/spank/src/report.rs", "OpenOptions::new(", "the step report, appended (written, not read)"),
     ("crates/numakit/src/compare/result.rs", "fs::read_to_string(", "a saved compare result the user names"),
     ("crates/numakit/src/place/iospec.rs", "fs::metadata(", "file:PATH, a user's file: its device, not its content"),
-    ("crates/numakit/src/stats/cgroup.rs", "\"/sys", "a cgroup path as typed, compared with a string, not opened"),
+    ("crates/numakit/src/stats/cgroup/tree.rs", "\"/sys", "a cgroup path as typed, compared with a string, not opened"),
     ("crates/numakit/src/topo/allowed.rs", "\"/proc", "the label of where the model's allowed sets came from"),
     ("crates/cli/src/cmd/exporter.rs", "fs::metadata(", "the age of the daemon's status file (--daemon-status)"),
     ("crates/cli/src/cmd/manpages.rs", "\"/proc", "the man pages' FILES sections name what is read"),

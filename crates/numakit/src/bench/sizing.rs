@@ -62,10 +62,10 @@ pub(super) fn check_memory(topo: &Topology, node: u32, bytes: u64) -> Result<(),
     }
 }
 
-/// `MemFree` + `Inactive(file)` of `node` (`None`: no `MemFree`).
+/// `MemFree` + `Inactive(file)` of `node` (`None`: no `MemFree`), the
+/// one rule of [`NodeMemory::available_bytes`](crate::topo::NodeMemory::available_bytes).
 fn free_bytes(topo: &Topology, node: u32) -> Option<u64> {
-    let m = topo.node(node).and_then(|n| n.memory.as_ref())?;
-    Some(m.free_bytes?.saturating_add(m.inactive_file_bytes.unwrap_or(0)))
+    topo.node(node).and_then(|n| n.memory.as_ref())?.available_bytes()
 }
 
 /// What default sizes may take: three quarters of the smallest `MemFree`

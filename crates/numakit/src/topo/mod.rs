@@ -48,9 +48,27 @@ pub struct NodeMemory {
     pub free_bytes: Option<u64>,
     /// `MemUsed` (the kernel's own figure), else total - free.
     pub used_bytes: Option<u64>,
-    /// `Inactive(file)`: page cache the kernel reclaims first when memory
-    /// is asked for (`None` when the file has no such line).
+    /// `Inactive(file)`: page cache the kernel reclaims first, counted as
+    /// room for new work by [`NodeMemory::available_bytes`]. Not part of
+    /// the JSON schema.
+    #[serde(skip)]
     pub inactive_file_bytes: Option<u64>,
+}
+
+impl NodeMemory {
+    /// Memory a placement may count on: `MemFree` plus `Inactive(file)`,
+    /// the page cache the kernel reclaims first (numad's rule with its
+    /// default `-C 1`). A node full of cache is not a full node: on a
+    /// busy host `MemFree` alone is often a few hundred MiB.
+    pub fn available_bytes(&self) -> Option<u64> {
+        available(self.free_bytes, self.inactive_file_bytes)
+    }
+}
+
+/// `MemFree` plus `Inactive(file)` (either may be missing), the one rule
+/// for memory a placement may count on ([`NodeMemory::available_bytes`]).
+pub fn available(free: Option<u64>, inactive_file: Option<u64>) -> Option<u64> {
+    free.map(|f| f.saturating_add(inactive_file.unwrap_or(0)))
 }
 
 /// Huge pages of one size on one node
