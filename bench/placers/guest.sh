@@ -24,7 +24,9 @@
 # NK_DECIDE (TOML lines of numakit's [decide] table, default "min_age_s = 5";
 # for numakit-autonuma they replace the packaged file's lines of those keys);
 # NK_PACKAGED (the packaged configuration, default contrib/numakit-daemon.toml);
-# NK_NICE (numakit-autonuma's nice value, default 10 as the packaged unit's);
+# NK_NICE (the daemon's nice value: for numakit-autonuma default 10 as the
+# packaged unit's, for numakit default 0);
+# NK_CPUS (the CPUs numakit's daemon runs on, taskset -c; default: any);
 # SETTLE="M:N" ends the run early once the worst process's locality has been
 # at least M for N samples in a row (the CI test; the table runs full length).
 #
@@ -183,6 +185,8 @@ SAMPLER=$!
 # on: they must all be counted)
 read -r now _ < /proc/uptime
 end=$(( ${now%.*} + 120 ))
+PIN=""
+[ -n "${NK_CPUS:-}" ] && PIN="taskset -c $NK_CPUS"
 until [ -s "$W/samples.raw" ] || [ "${now%.*}" -ge "$end" ]; do sleep 0.1; read -r now _ < /proc/uptime; done
 T0=$(up)
 case $PLACER in
@@ -213,7 +217,8 @@ autonuma = "defer"
 [decide]
 ${NK_DECIDE:-min_age_s = 5}
 EOF
-    "$NK" daemon --config "$W/nk.toml" > "$W/numakit.out" 2>&1 &
+    # shellcheck disable=SC2086
+    nice -n "${NK_NICE:-0}" $PIN "$NK" daemon --config "$W/nk.toml" > "$W/numakit.out" 2>&1 &
     PLACER_PID=$!
     ;;
   numakit-autonuma)
@@ -231,7 +236,8 @@ EOF
     echo 1 > /proc/sys/kernel/numa_balancing
     # at the packaged unit's priority (contrib/systemd: Nice=10) unless
     # NK_NICE says otherwise
-    nice -n "${NK_NICE:-10}" "$NK" daemon --config "$W/nk.toml" > "$W/numakit.out" 2>&1 &
+    # shellcheck disable=SC2086
+    nice -n "${NK_NICE:-10}" $PIN "$NK" daemon --config "$W/nk.toml" > "$W/numakit.out" 2>&1 &
     PLACER_PID=$!
     ;;
   *) echo "unknown placer $PLACER" >&2; kill $SAMPLER; cleanup; exit 2 ;;

@@ -173,6 +173,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
         rss_bytes: mem.iter().map(|m| m.1).sum(),
         mem_per_node: mem.iter().copied().collect(),
         cpu_per_node: BTreeMap::from([(cpu_node, cpus)]),
+        cpu_measured: true,
         affinity: NodeSet::parse_list("0-63").unwrap(),
         cpuset: NodeSet::new(),
         mem_policy: MemPolicy::Default,
@@ -186,7 +187,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
 fn snap(t: f64, free: &[(u32, f64, u64)], procs: Vec<ProcInfo>) -> Snapshot {
     Snapshot {
         time_s: t,
-        nodes: free.iter().map(|&(id, c, b)| NodeState { id, free_cpus: c, free_bytes: b }).collect(),
+        nodes: free.iter().map(|&(id, c, b)| NodeState { id, free_cpus: c, free_bytes: b, bound_cpus: 0.0 }).collect(),
         procs,
         exited: Vec::new(),
     }

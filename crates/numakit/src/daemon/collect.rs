@@ -3,13 +3,15 @@
 //!
 //! Cheap first, costly only for candidates: every process costs one read
 //! of `/proc/PID/statm` (resident pages; the file is kept open, see
-//! [`KeptFiles`]); those at or above the memory threshold, or placed by
-//! numakit before, get `/proc/PID/stat` read (CPU time, start time); only
-//! those also above the CPU threshold get their `status`, `cgroup`,
-//! threads' `stat` and `numa_maps` read. CPU use is the difference of CPU
-//! time between two scans, so a process seen for the first time (or the
-//! first time above the memory threshold) counts as idle until the next
-//! scan.
+//! [`KeptFiles`]); those below the memory threshold one more, of their
+//! main thread's `schedstat`, for the load their owner pinned ([`small`]);
+//! those at or above it, or placed by numakit before, get `/proc/PID/stat`
+//! read (CPU time, start time); only those also above the CPU threshold get
+//! their `status`, `cgroup`, threads' `stat` and `numa_maps` read. CPU use
+//! is the difference of CPU time between two scans, so a process seen for
+//! the first time (or the first time above the memory threshold) counts as
+//! idle until the next scan; its threads are read then, so that the next
+//! scan measures where they ran.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -26,6 +28,11 @@ use crate::stats::{self, meminfo};
 use crate::sys::kept::{open_file_budget, KeptFiles};
 use crate::sys::{stat as cpustat, SysError, SysRoot};
 use crate::topo::Topology;
+
+mod small;
+mod threads;
+
+use threads::{read_thread, read_threads, ThreadSeen};
 
 /// What the collector needs of the machine: each node's CPUs the daemon
 /// may use (its CPUs minus the reserved ones).
@@ -121,17 +128,6 @@ struct Seen {
     start_ticks: u64,
 }
 
-/// One thread at one scan.
-#[derive(Debug, Clone, Copy)]
-struct ThreadSeen {
-    /// CPU time (clock ticks, `stat`).
-    cpu_ticks: u64,
-    /// Node of its last CPU.
-    node: Option<u32>,
-    /// Time runnable but waiting for a CPU (ns, `schedstat`), when known.
-    wait_ns: Option<u64>,
-}
-
 /// Keeps what is needed between scans to turn CPU times into rates.
 #[derive(Debug)]
 pub struct Collector {
@@ -146,6 +142,8 @@ pub struct Collector {
     prev_threads: HashMap<i32, ThreadSeen>,
     last_idle: CpuSet,
     maps: HashMap<i32, MapsEntry>,
+    /// Processes below the memory threshold: their pinned load.
+    small: small::SmallLoad,
 }
 
 /// Which cgroups numakit changed, so their original scope is reported
@@ -161,10 +159,12 @@ impl Default for Collector {
 
 impl Collector {
     /// A collector with no previous scan; it keeps up to half the files
-    /// this process may open for `statm` reads.
+    /// this process may open for `statm` reads, and a quarter for the
+    /// small processes' `schedstat`.
     pub fn new() -> Self {
         Self {
             statm: KeptFiles::new(open_file_budget() / 2),
+            small: small::SmallLoad::new(open_file_budget() / 4),
             counters: Some(ThreadCounters::new(Event::Instructions)),
             buf: Vec::with_capacity(256),
             prev_at: None,
@@ -235,13 +235,14 @@ impl Collector {
             .into_iter()
             .map(|m| (m.id, crate::topo::available(m.free_bytes(), m.get("Inactive(file)")).unwrap_or(0)))
             .collect();
-        let nodes = node_cpus
+        let mut nodes: Vec<NodeState> = node_cpus
             .nodes
             .iter()
             .map(|(id, cpus)| NodeState {
                 id: *id,
                 free_cpus: cpus.iter().map(|c| idle.get(&c).copied().unwrap_or(0.0)).sum(),
                 free_bytes: free.get(id).copied().unwrap_or(0),
+                bound_cpus: 0.0,
             })
             .collect();
 
@@ -256,6 +257,8 @@ impl Collector {
         let mut counters = if sys.is_live() { self.counters.take() } else { None };
         let mut counted = Vec::new();
         let mut vanished = Vec::new();
+        self.small.begin();
+        let small_rules = small::Rules { mono_s, window, busy: cfg.busy_thread_cpu, every: cfg.idle_small_read_every };
         for &pid in &pids {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
@@ -284,6 +287,9 @@ impl Collector {
                 };
                 counts.processes += 1;
                 if resident < cfg.min_rss_bytes {
+                    if let Err(e) = self.small.observe(sys, node_cpus, pid, &small_rules) {
+                        counts.skipped(e)?;
+                    }
                     continue;
                 }
             }
@@ -305,10 +311,9 @@ impl Collector {
             let cpu_s = st.cpu_ticks as f64 / clk;
             counts.processes += usize::from(!by_statm);
             // Another start time than last scan: the pid was reused.
-            let cpu_use = match (self.prev_procs.get(&pid), window) {
-                (Some(p), Some(w)) if p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s => (cpu_s - p.cpu_s) / w,
-                _ => 0.0,
-            };
+            let prev = self.prev_procs.get(&pid).filter(|p| p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s);
+            let rate = prev.zip(window).map(|(p, w)| (cpu_s - p.cpu_s) / w);
+            let cpu_use = rate.unwrap_or(0.0);
             seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks });
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
@@ -321,6 +326,14 @@ impl Collector {
             // A move still settling is read afresh every scan.
             let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());
             if !placed && (cpu_use < cfg.min_cpu || rss < cfg.min_rss_bytes) {
+                // Its CPU use is not known yet (the first scan, or first seen
+                // this large): its threads are read now, so that if it is
+                // busy the next scan measures where they ran.
+                if rate.is_none() && rss >= cfg.min_rss_bytes {
+                    if let Err(e) = read_threads(sys, node_cpus, pid, &mut threads_seen) {
+                        counts.skipped(e)?;
+                    }
+                }
                 continue;
             }
             let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated };
@@ -337,6 +350,7 @@ impl Collector {
             }
         }
         self.statm.retain(|pid| pids.binary_search(pid).is_ok());
+        self.small.finish(&mut nodes);
         // Counters of processes that are no candidates now are closed: when
         // they come back their window starts afresh.
         if let Some(mut c) = counters {
@@ -411,14 +425,13 @@ impl Collector {
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, mono_s));
         for &tid in &tids {
-            let Some(t) = procs::read_task_stat(sys, pid, tid)? else { continue };
-            let node = t.processor.and_then(|c| node_cpus.node_of(c));
-            let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
-            threads_seen.insert(tid, ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns });
+            let Some(t) = read_thread(sys, node_cpus, pid, tid)? else { continue };
+            threads_seen.insert(tid, t);
+            let ThreadSeen { cpu_ticks, node, wait_ns } = t;
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
             if let (Some(prev), Some(w)) = (self.prev_threads.get(&tid), window) {
-                let used = t.cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
+                let used = cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
                 if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
                     cpu_wait += now.saturating_sub(before) as f64 / 1e9 / w;
                 }
@@ -432,9 +445,10 @@ impl Collector {
                 measured += used;
             }
         }
-        if measured <= 0.0 {
+        let cpu_measured = measured > 0.0;
+        if !cpu_measured {
             // No per-thread history yet: the process's CPU use spread over
-            // where its threads last ran.
+            // where its threads are at this instant (not acted on).
             let n: f64 = weights.values().sum();
             cpu_per_node = weights.iter().map(|(k, w)| (*k, if n > 0.0 { cpu_use * w / n } else { 0.0 })).collect();
         }
@@ -470,6 +484,7 @@ impl Collector {
                 rss_bytes: rss,
                 mem_per_node,
                 cpu_per_node,
+                cpu_measured,
                 affinity,
                 cpuset,
                 mem_policy,

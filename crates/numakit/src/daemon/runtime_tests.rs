@@ -685,3 +685,92 @@ fn exits_are_reported_once_and_only_real_ones() {
     let (snap, _) = rig.scan(3.0).unwrap();
     assert!(snap.exited.is_empty(), "{:?}", snap.exited);
 }
+
+/// A process at or above the memory threshold has its threads read at the
+/// first scan that sees it, although its CPU use is not known yet, so the
+/// next scan measures where they ran; one that becomes busy after a scan
+/// that skipped its threads (its CPU use was known and low) is listed as
+/// unmeasured once, measured from the scan after.
+#[test]
+fn where_threads_ran_is_measured_from_the_second_scan() {
+    let f = Fake::new();
+    let mut rig = Rig::new(&f);
+    let mut scan = |t: u64, ticks: u64, cpu: u32| {
+        f.proc(&reco(ticks, cpu));
+        f.tick(t * 100, t * 50);
+        rig.scan(t as f64).unwrap().0
+    };
+    // On node 1 at the first scan and on node 3 now: measured, split.
+    assert!(scan(0, 0, 1).procs.is_empty());
+    let s = scan(1, 100, 3);
+    let p = &s.procs[0];
+    assert!(p.cpu_measured, "{p:?}");
+    assert_eq!((p.cpu_per_node.get(&1), p.cpu_per_node.get(&3)), (Some(&0.5), Some(&0.5)));
+    // Idle for a second (not a candidate, its threads not read), then busy.
+    assert!(scan(2, 100, 3).procs.is_empty());
+    let s = scan(3, 200, 0);
+    assert!(!s.procs[0].cpu_measured, "{:?}", s.procs[0]);
+    assert_eq!(s.procs[0].cpu_per_node.get(&0), Some(&1.0), "where it is at this instant");
+    let s = scan(4, 300, 0);
+    assert!(s.procs[0].cpu_measured, "{:?}", s.procs[0]);
+}
+
+/// The busy main thread of a process too small to be a candidate, pinned
+/// by its owner to some nodes, is load those nodes hold (one CPU, shared
+/// by its allowed CPUs there); an unpinned or an idle one is not, and an
+/// idle one is read again only at its turn, within
+/// `idle_small_read_every` scans.
+#[test]
+fn busy_small_processes_pinned_by_their_owner_are_bound_load() {
+    let f = Fake::new();
+    let mut rig = Rig::new(&f);
+    // pid, allowed CPUs (CPU c is on node c % 4), on-CPU ns per second,
+    // run-delay ns per second.
+    let small = [(500, "0", 700_000_000, 300_000_000), (501, "1,5,2", 1_000_000_000, 0), (502, "3", 100_000_000, 0)];
+    let small = small.iter().chain([(503, "0-7", 1_000_000_000, 0)].iter());
+    let at = |t: u64| {
+        for &(pid, allowed, ran, waited) in small.clone() {
+            f.proc(&P {
+                pid,
+                comm: "loop",
+                ticks: 0,
+                cpu: 0,
+                rss_pages: 100,
+                allowed,
+                pages: &[(0, 100)],
+                policy: "default",
+            });
+            put(f.root(), &format!("proc/{pid}/schedstat"), &format!("{} {} 9\n", ran * t, waited * t));
+        }
+        f.tick(t * 100, t * 100);
+    };
+    at(0);
+    let (s, _) = rig.scan(0.0).unwrap();
+    assert!(s.nodes.iter().all(|n| n.bound_cpus == 0.0), "no window yet: {:?}", s.nodes);
+    at(1);
+    let (s, counts) = rig.scan(1.0).unwrap();
+    assert_eq!(counts.detailed, 0);
+    let bound: Vec<f64> = s.nodes.iter().map(|n| (n.bound_cpus * 1e6).round() / 1e6).collect();
+    // 500: 0.7 s run + 0.3 s waited, on node 0. 501: on nodes 1 (two
+    // CPUs) and 2 (one). 502 is pinned but idle, 503 busy but free.
+    assert_eq!(bound, [1.0, 0.666667, 0.333333, 0.0], "{:?}", s.nodes);
+    // A counter that went back (the pid now names another process) and
+    // an exited process are not counted.
+    put(f.root(), "proc/500/schedstat", "5 0 1\n");
+    std::fs::remove_dir_all(f.root().join("proc/501")).unwrap();
+    let (s, _) = rig.scan(2.0).unwrap();
+    assert!(s.nodes.iter().all(|n| n.bound_cpus == 0.0), "{:?}", s.nodes);
+    // 502 (on node 3, idle at its last reading, at 1 s) turns busy at 2 s:
+    // read at every scan it would count from 3 s; it is read at its turn.
+    assert_eq!(rig.s.decide.idle_small_read_every, 4);
+    let mut seen = Vec::new();
+    for t in 3..=6u64 {
+        put(f.root(), "proc/502/schedstat", &format!("{} 0 9\n", 100_000_000 + (t - 2) * 1_000_000_000));
+        f.tick(t * 100, t * 100);
+        let (s, _) = rig.scan(t as f64).unwrap();
+        seen.push(s.nodes[3].bound_cpus);
+    }
+    let first = seen.iter().position(|&b| b == 1.0).map(|i| i + 3);
+    assert!(matches!(first, Some(4..=5)), "{seen:?}");
+    assert!(seen[first.unwrap_or(3) - 3..].iter().all(|&b| b == 1.0), "busy: read at every scan now, {seen:?}");
+}

@@ -20,6 +20,13 @@ pub struct NodeState {
     pub free_cpus: f64,
     /// Free memory in bytes.
     pub free_bytes: u64,
+    /// CPUs' worth of load of processes the snapshot does not list (too
+    /// small to be candidates) that their affinity keeps on a subset of the
+    /// nodes, this node's share of it: load the scheduler cannot move
+    /// elsewhere, as that of a listed process with a restricted affinity.
+    /// 0 when the collector does not say.
+    #[serde(default)]
+    pub bound_cpus: f64,
 }
 
 /// A process's memory policy, as far as the decision needs it.
@@ -85,6 +92,13 @@ pub struct ProcInfo {
     pub mem_per_node: BTreeMap<u32, u64>,
     /// CPUs used per node over the window (from the threads' last CPUs).
     pub cpu_per_node: BTreeMap<u32, f64>,
+    /// Whether `cpu_per_node` was measured over the window (each thread's
+    /// CPU time between two readings, counted where the thread was at
+    /// both), and not only guessed from where its threads happened to be
+    /// at the instant of this scan. The decision places only processes
+    /// whose placement was measured.
+    #[serde(default = "measured_by_default")]
+    pub cpu_measured: bool,
     /// Nodes covered by the CPU affinity.
     #[serde(with = "sets_serde")]
     pub affinity: NodeSet,
@@ -103,6 +117,12 @@ pub struct ProcInfo {
     pub progress: Progress,
     /// Share of cycles stalled on memory (hardware counters), 0..1.
     pub mem_stall_share: Option<f64>,
+}
+
+/// A snapshot written without `cpu_measured` came from a caller that
+/// measured every process's placement (the simulator, tests).
+fn measured_by_default() -> bool {
+    true
 }
 
 impl ProcInfo {

@@ -103,6 +103,15 @@ pub fn parse_statm_resident(text: &[u8]) -> Option<u64> {
     f.next()?.parse().ok()
 }
 
+/// On-CPU time and run delay, nanoseconds (the first two fields) of a
+/// `/proc/PID/schedstat` text (the main thread's: the kernel prints the
+/// thread group leader's alone); `None` if it is not a schedstat line.
+pub fn parse_schedstat(text: &[u8]) -> Option<(u64, u64)> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut f = text.split_ascii_whitespace();
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
 /// Every process id under `/proc`, sorted.
 pub fn list_pids(sys: &SysRoot) -> Result<Vec<i32>, SysError> {
     let mut pids: Vec<i32> = sys
@@ -182,6 +191,14 @@ mod tests {
         assert_eq!((s.cpu_ticks, s.num_threads, s.start_ticks, s.rss_pages, s.processor), (8, 2, 100, 200, Some(3)));
         assert!(!s.is_kernel_thread());
         assert!(parse_proc_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn schedstat_fields() {
+        assert_eq!(parse_schedstat(b"1523456789 20345 117\n"), Some((1_523_456_789, 20_345)));
+        assert_eq!(parse_schedstat(b"18446744073709551615 0 1\n"), Some((u64::MAX, 0)));
+        assert_eq!(parse_schedstat(b""), None);
+        assert_eq!(parse_schedstat(b"12 x 3"), None);
     }
 
     #[test]

@@ -88,6 +88,7 @@ proptest! {
         let _ = parse_maps(&t);
         let _ = cgroup::parse_path(&t);
         let _ = pidstat::parse_statm_resident(t.as_bytes());
+        let _ = pidstat::parse_schedstat(t.as_bytes());
         if let Some(s) = parse_status(&t) {
             prop_assert!(s.cpus_allowed.last().is_none_or(|c| c < MAX_CPUS));
             prop_assert!(s.mems_allowed.last().is_none_or(|n| n < MAX_NODES));

@@ -20,6 +20,8 @@ impl Engine<'_> {
                 id: self.m.id(a),
                 free_cpus: (self.cpus[a] - f64::from(self.r[a])).max(0.0),
                 free_bytes: (self.cap[a] - self.used[a]).max(0.0) as u64,
+                // Every job is listed, pinned ones with their affinity.
+                bound_cpus: 0.0,
             })
             .collect();
         let mut procs = Vec::with_capacity(self.jobs.len());
@@ -51,6 +53,8 @@ impl Engine<'_> {
                     .filter(|&a| j.w_node[a] > 0.0)
                     .map(|a| (sm.id(a), j.w_node[a] / wt))
                     .collect(),
+                // The model knows where every thread ran all along.
+                cpu_measured: true,
                 affinity: self.ids(j.mask),
                 cpuset: NodeSet::new(),
                 mem_policy: pol,

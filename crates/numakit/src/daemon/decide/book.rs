@@ -10,7 +10,9 @@ use crate::daemon::machine::{NodePos, PerNode};
 pub(super) struct Book {
     pub(super) free_cpus: PerNode<f64>,
     pub(super) free_bytes: PerNode<f64>,
-    /// CPU load the scheduler cannot move (restricted affinity).
+    /// CPU load the scheduler cannot move: that of the listed processes
+    /// with a restricted affinity, and the snapshot's
+    /// [`bound_cpus`](crate::daemon::NodeState::bound_cpus) of the others.
     pub(super) bound: PerNode<f64>,
     /// Part of `bound` that numakit itself placed (it may undo those to make
     /// room for a bigger gain).

@@ -53,6 +53,13 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::Waiting));
                 continue;
             }
+            // Only a measured placement is acted on: where its threads were at
+            // the instant of one scan (no earlier reading of them yet) may be
+            // a moment's bounce of the scheduler onto a busy node. The next
+            // scan measures it.
+            if !p.cpu_measured {
+                continue;
+            }
             // Cooling down after a move: only finishing that move (its pages) is
             // allowed.
             let cooling = rec.and_then(|r| r.last_move_s).filter(|last| now - last < cfg.cooldown_s);
@@ -114,14 +121,16 @@ impl Scan<'_> {
                 onto_slow = slow_o;
             }
             let stick = if ours { cfg.stickiness } else { 1.0 };
-            // Bringing the pages of numakit's own placement home to the memory
-            // of the nodes its threads are bound to moves no thread and
-            // displaces nobody: it can only make accesses local. It is not a
-            // move elsewhere (no stickiness) and its gain is not in doubt, only
-            // its size: it must pay for its pages, with the same margin as any
-            // move.
-            let finish = |o: &Opt| {
-                ours && current.as_ref() == Some(&o.cpu)
+            // Bringing a process's pages home to the memory of the nodes its
+            // threads already run on (numakit's own placement, or a first pin
+            // where every thread is) moves no thread and displaces nobody: it
+            // can only make accesses local. It is not a move elsewhere (no
+            // stickiness) and its gain is not in doubt, only its size: the
+            // pages must pay for themselves (their gain, not the protection
+            // from drift the pin brings), with the same margin as any move.
+            let all_inside = |o: &Opt| o.cpu.iter().map(|&a| f.c[a]).sum::<f64>() >= f.c.iter().sum::<f64>() - 1e-9;
+            let home = |o: &Opt| {
+                (if ours { current.as_ref() == Some(&o.cpu) } else { all_inside(o) })
                     && own_memory(&o.cpu)
                     && o.displaced <= 0.0
                     && !o.moves.is_empty()
@@ -132,8 +141,8 @@ impl Scan<'_> {
             let pays = |o: &Opt| {
                 if o.pin_only && !ours {
                     o.gain > 0.0
-                } else if finish(o) {
-                    o.gain > 0.0 && o.benefit_s >= cfg.min_benefit_over_cost * o.cost_s
+                } else if home(o) {
+                    o.gain > 0.0 && o.local_benefit_s() >= cfg.min_benefit_over_cost * o.cost_s
                 } else {
                     o.gain >= cfg.min_gain * stick && o.benefit_s >= cfg.min_benefit_over_cost * stick * o.cost_s
                 }

@@ -207,6 +207,9 @@ impl<'a> Scan<'a> {
             if let Some(a) = machine.index(ns.id) {
                 book.free_cpus[a] = ns.free_cpus.max(0.0);
                 book.free_bytes[a] = ns.free_bytes as f64;
+                // Pinned load of processes too small to be listed: as
+                // unmovable as a listed process's restricted one.
+                book.bound[a] += ns.bound_cpus.max(0.0);
             }
         }
         let mut all_facts: BTreeMap<i32, Facts> = BTreeMap::new();
@@ -260,6 +263,12 @@ impl<'a> Scan<'a> {
             }
             rec.last_rss = Some((now, p.rss_bytes));
             if is_restricted(v, p) {
+                continue;
+            }
+            // Drift is counted between two consecutive measured placements
+            // only: where a thread was at one instant is no placement.
+            if !p.cpu_measured {
+                rec.last_cpu_node = None;
                 continue;
             }
             let main = main_node(v, p);

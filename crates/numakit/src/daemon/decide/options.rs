@@ -106,6 +106,16 @@ impl Opt {
     pub(super) fn net(&self) -> f64 {
         self.benefit_s - self.cost_s
     }
+
+    /// The part of `benefit_s` that comes from making accesses local now,
+    /// without the protection from future drift.
+    pub(super) fn local_benefit_s(&self) -> f64 {
+        if self.gain > 0.0 {
+            self.benefit_s * ((self.gain - self.protect) / self.gain).max(0.0)
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Node sets worth evaluating: every allowed CPU node, and when the

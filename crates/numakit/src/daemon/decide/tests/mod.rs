@@ -65,6 +65,7 @@ pub(super) fn proc_(pid: i32, comm: &str, cpu: &[(u32, f64)], mem: &[(u32, u64)]
         rss_bytes: mem.iter().map(|m| m.1 * GIB).sum(),
         mem_per_node: mem.iter().map(|&(n, g)| (n, g * GIB)).collect(),
         cpu_per_node: cpu.iter().copied().collect(),
+        cpu_measured: true,
         affinity: ns("0-63"),
         cpuset: NodeSet::new(),
         mem_policy: MemPolicy::Default,
@@ -100,7 +101,7 @@ pub(super) fn snap(t: f64, m: &Machine, free: &[(f64, u64)], procs: Vec<ProcInfo
             .nodes
             .iter()
             .zip(free)
-            .map(|(n, &(c, g))| NodeState { id: n.id, free_cpus: c, free_bytes: g * GIB })
+            .map(|(n, &(c, g))| NodeState { id: n.id, free_cpus: c, free_bytes: g * GIB, bound_cpus: 0.0 })
             .collect(),
         procs,
         exited: Vec::new(),

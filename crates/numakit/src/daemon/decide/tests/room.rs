@@ -227,3 +227,60 @@ fn our_own_pins_make_room_for_a_bigger_gain() {
     assert!(c.iter().any(|a| a.pid == 9 && a.kind == ActionKind::Bind { cpu_nodes: ns("0"), mem_nodes: ns("0") }));
     assert!(d.history.committed.procs[&1].placement.is_none());
 }
+
+/// The test bed's `remote` scenario (bench/placers): four nodes of one CPU
+/// and 1 GiB in a ring (neighbours 20, opposite 30), a busy loop pinned by
+/// its owner to each of nodes 0-2, too small to be listed (the snapshot
+/// reports their load per node, `bound_cpus`), every CPU busy; `hold` is
+/// one busy thread of 340 MiB, its memory on `mem`, that ran where `ran`
+/// says over the window.
+fn ring_with_pinned_loops(mem: u32, ran: &[(u32, f64)], loops: f64) -> (Machine, Snapshot) {
+    let ring = |a: u32, b: u32| match (a + 4 - b) % 4 {
+        0 => 10,
+        2 => 30,
+        _ => 20,
+    };
+    let dist = (0..4).map(|a| (0..4).map(|b| ring(a, b)).collect()).collect();
+    let m = machine(&[(0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 1, 1)], dist);
+    let mut hold = job(1, 0, &[], 0.2);
+    hold.comm = "nk-hold".into();
+    hold.cpu_use = 0.9;
+    hold.progress.cpu_rate = 0.9;
+    hold.cpu_per_node = ran.iter().copied().collect();
+    hold.rss_bytes = 340 << 20;
+    hold.mem_per_node = BTreeMap::from([(mem, 340 << 20)]);
+    let mut s = snap(1000.0, &m, &[(0.0, 0), (0.0, 0), (0.0, 0), (0.0, 0)], vec![hold]);
+    for n in &mut s.nodes {
+        n.free_bytes = if n.id == mem { 600 << 20 } else { 900 << 20 };
+        n.bound_cpus = if n.id < 3 { loops } else { 0.0 };
+    }
+    (m, s)
+}
+
+/// A node whose one CPU a small process's owner keeps busy is full, although
+/// no listed process holds it: `remote` is never bound next to the pinned
+/// loops, neither where its memory is (numakit alone: it ran on node 3 at
+/// the previous scan and is on node 0 at this one, so its window is split
+/// between the two) nor where it ran (beside AutoNUMA, which had brought
+/// its pages to node 3 before the scheduler put it on node 0 for a window,
+/// and after the bind moved them a second time). Without the loops' load
+/// both decisions bind it to node 0, as the daemon did in the test bed.
+#[test]
+fn a_pinned_small_busy_loop_is_load_no_bind_may_share() {
+    for (mem, ran) in [(0, vec![(0, 0.45), (3, 0.45)]), (3, vec![(0, 0.9)])] {
+        let (m, s) = ring_with_pinned_loops(mem, &ran, 1.0);
+        let d = decide(&m, &s, &Config::default(), &History::new());
+        for node in 0..3 {
+            assert_no_bind_on(&d, node);
+        }
+        let (m, unseen) = ring_with_pinned_loops(mem, &ran, 0.0);
+        let d = decide(&m, &unseen, &Config::default(), &History::new());
+        assert_eq!(binds(&d), [(1, "0".to_string())], "memory on {mem}: {:#?}", d.actions);
+    }
+    // With its memory on node 0, the one place with room is node 3, and the
+    // pages follow.
+    let (m, s) = ring_with_pinned_loops(0, &[(0, 0.45), (3, 0.45)], 1.0);
+    let d = decide(&m, &s, &Config::default(), &History::new());
+    assert_eq!(binds(&d), [(1, "3".to_string())], "{:#?}", d.actions);
+    assert!(d.changes().any(|a| a.kind == ActionKind::Migrate { from: 0, to: 3, pages: 340 << 8 }), "{:#?}", d.actions);
+}

@@ -1,0 +1,50 @@
+//! One reading of a candidate's threads (`/proc/PID/task/TID/stat` and
+//! `schedstat`): each thread's CPU time, the node of its last CPU and its
+//! run-queue wait, which two scans turn into where the process ran over
+//! the window ([`Collector`](super::Collector)). Reads only.
+
+use std::collections::HashMap;
+
+use super::NodeCpus;
+use crate::procs;
+use crate::sys::{SysError, SysRoot};
+
+/// One thread at one scan.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ThreadSeen {
+    /// CPU time (clock ticks, `stat`).
+    pub(super) cpu_ticks: u64,
+    /// Node of its last CPU.
+    pub(super) node: Option<u32>,
+    /// Time runnable but waiting for a CPU (ns, `schedstat`), when known.
+    pub(super) wait_ns: Option<u64>,
+}
+
+/// One thread's reading: its CPU time, the node of its last CPU and its
+/// run delay; `None` when it exited.
+pub(super) fn read_thread(
+    sys: &SysRoot,
+    node_cpus: &NodeCpus,
+    pid: i32,
+    tid: i32,
+) -> Result<Option<ThreadSeen>, SysError> {
+    let Some(t) = procs::read_task_stat(sys, pid, tid)? else { return Ok(None) };
+    let node = t.processor.and_then(|c| node_cpus.node_of(c));
+    let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
+    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns }))
+}
+
+/// Every thread's reading of a process, for the next scan's window.
+pub(super) fn read_threads(
+    sys: &SysRoot,
+    node_cpus: &NodeCpus,
+    pid: i32,
+    seen: &mut HashMap<i32, ThreadSeen>,
+) -> Result<(), SysError> {
+    for tid in procs::thread_ids(sys, pid)? {
+        if let Some(t) = read_thread(sys, node_cpus, pid, tid)? {
+            seen.insert(tid, t);
+        }
+    }
+    Ok(())
+}
