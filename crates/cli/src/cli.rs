@@ -126,7 +126,7 @@ pub enum Command {
     /// With --json, the model as JSON (schema: docs/topo-json.md).
     Topo(TopoArgs),
     /// Run a command with a CPU and memory placement (numactl's options).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show the placement of a process (default: numakit itself).
     Show(ShowArgs),
     /// Set the CPU affinity of every thread of a running process.
@@ -284,6 +284,27 @@ pub struct RunArgs {
     /// With --auto: the host's record of the placements numakit made, shared by all jobs.
     #[arg(long, value_name = "DIR", requires = "auto", default_value = numakit::batch::ledger::DEFAULT_DIR)]
     pub ledger: PathBuf,
+    /// With --auto: the site's experiment, its words as in Slurm's plugstack.conf
+    /// (`experiment=NAME arms=auto:1,none:1 unit=job key=FILE cluster=NAME`); the job's arm
+    /// replaces auto (docs/batch.md, Experiments).
+    #[arg(long, value_name = "WORDS", requires = "auto")]
+    pub experiment: Option<String>,
+    /// With --auto: the job asked for this mode itself (auto, local, interleave, none,
+    /// nodes:LIST): it is placed so and recorded as chosen, whatever the experiment draws.
+    #[arg(long, value_name = "MODE", requires = "auto")]
+    pub chosen: Option<String>,
+    /// With --auto: the mode of a job when neither it nor an experiment chooses one.
+    #[arg(long, value_name = "MODE", requires = "auto")]
+    pub default_mode: Option<String>,
+    /// With --auto: numakit stays the command's parent, hands it the batch system's signals, and
+    /// appends the job's outcome record to DIR/numakit-outcomes.jsonl when it ends.
+    #[arg(long, value_name = "DIR", requires = "auto")]
+    pub outcomes: Option<PathBuf>,
+    /// With --auto: this process's cgroup is the job's own (the batch system made it for the job):
+    /// a none job is kept from the daemon by it, and the outcome record reads its CPU time and
+    /// peak memory.
+    #[arg(long, requires = "auto")]
+    pub job_cgroup: bool,
     /// Keep the command out of a running `numakit daemon`'s reach while it runs: by its pid, or
     /// by its cgroup and so with every process it starts (for a batch job in its own cgroup).
     #[arg(long, value_name = "BY", num_args = 0..=1, default_missing_value = "pid", value_parser = ["pid", "cgroup"])]

@@ -203,3 +203,88 @@ fn concurrent_wrapped_jobs_are_recorded_and_forgotten_when_they_end() {
         .collect();
     assert_eq!(left.len(), 1, "only the last job's entry (its pid ended too, but nobody looked since)");
 }
+
+/// The records a wrapped job left in `dir`.
+fn outcomes(dir: &Path) -> Vec<numakit::experiment::StepOutcome> {
+    let text = std::fs::read_to_string(dir.join("numakit-outcomes.jsonl")).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+#[test]
+fn an_experiment_assigns_arms_and_each_job_leaves_its_record() {
+    use numakit::experiment::assign::{self, Subject};
+    use numakit::experiment::{ArmSource, Design};
+    let d = tempfile::tempdir().expect("tmp");
+    let ledger = d.path().join("ledger");
+    let out = d.path().join("outcomes");
+    let key = d.path().join("experiment.key");
+    std::fs::write(&key, b"a key the jobs' users may read..").expect("key");
+    let words = format!("experiment=w arms=auto:1,none:1 key={} cluster=farm", key.display());
+    let design = Design::from_words(&words.split_whitespace().collect::<Vec<_>>()).expect("words").expect("design");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    let host = host.trim().split('.').next().unwrap_or_default().to_string();
+    let starter = contrib("lsf-job-starter");
+    let line = format!("{} \"numactl --show | grep -e '^policy'; exit 5\"", starter.display());
+    let jobs: Vec<String> = (500..510).map(|j| j.to_string()).collect();
+    for job in &jobs {
+        let env = [
+            ("LSB_JOBID", job.as_str()),
+            ("LSB_DJOB_NUMPROC", "1"),
+            ("LSB_QUEUE", "normal"),
+            ("NUMAKIT_EXPERIMENT", words.as_str()),
+            ("NUMAKIT_OUTCOMES", out.to_str().expect("utf8")),
+        ];
+        let o = run(wrapper(&ledger, &env).args(["-c", &line]));
+        assert_eq!(o.status.code(), Some(5), "the job's status through numakit: {}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), "", "an assigned job says nothing");
+        let r = outcomes(&out).pop().expect("a record");
+        assert_eq!((r.job.as_str(), r.step.as_str(), r.batch_system.as_str()), (job.as_str(), "job", "lsf"));
+        let s = Subject { cluster: Some("farm"), job, host: &host, start_unix: r.start_unix };
+        let (i, _) = assign::arm_index(&design, &std::fs::read(&key).expect("key"), "farm", &s);
+        assert_eq!((r.arm.as_str(), r.arm_source), (design.arms[i].label.as_str(), ArmSource::Assigned));
+        assert_eq!(r.arms.as_deref(), Some("auto:1,none:1"), "the configured arms, for the report's balance check");
+        // The arm was applied to the job: numactl --show inside it.
+        let want = if r.arm == "auto" { "bind" } else { "default" };
+        assert_eq!(policy(&o).0, want, "{r:?}");
+        assert_eq!((r.cluster.as_str(), r.partition.as_deref(), r.exit_status), ("farm", Some("normal"), Some(5)));
+        assert!(r.wall_s > 0.0 && r.cpu_source.as_deref() == Some("rusage") && r.cpu_user_s.is_some(), "{r:?}");
+        assert_eq!(r.host, host);
+    }
+    let arms: std::collections::BTreeSet<String> = outcomes(&out).into_iter().map(|r| r.arm).collect();
+    assert_eq!(arms.len(), 2, "both arms in {} jobs", jobs.len());
+    // The job's own choice wins and is recorded as chosen; a job killed by
+    // a signal is recorded so, and its wrapper dies of the same signal.
+    let pbs = [
+        ("PBS_JOBID", "77.server"),
+        ("PBS_NUM_PPN", "1"),
+        ("NUMAKIT_NUMA", "none"),
+        ("NUMAKIT_EXPERIMENT", words.as_str()),
+        ("NUMAKIT_OUTCOMES", out.to_str().expect("utf8")),
+    ];
+    let o = run(wrapper(&ledger, &pbs).args([
+        contrib("pbs-job-starter").to_str().expect("utf8"),
+        "/bin/sh",
+        "-c",
+        "kill -TERM $$",
+    ]));
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(o.status.signal(), Some(15), "{o:?}");
+    let r = outcomes(&out).pop().expect("a record");
+    assert_eq!((r.job.as_str(), r.arm.as_str(), r.arm_source), ("77.server", "none", ArmSource::Chosen));
+    assert_eq!(r.arms.as_deref(), Some("auto:1,none:1"), "chosen within the running experiment");
+    assert_eq!((r.exit_status, r.exit_signal), (None, Some(15)));
+    // A key that cannot be read: the job runs with the site's default, one line says why.
+    let broken = words.replace(key.to_str().expect("utf8"), "/nonexistent/key");
+    let env = [
+        ("PBS_JOBID", "78.server"),
+        ("NUMAKIT_EXPERIMENT", broken.as_str()),
+        ("NUMAKIT_OUTCOMES", out.to_str().expect("utf8")),
+    ];
+    let o = run(wrapper(&ledger, &env).args([contrib("pbs-job-starter").to_str().expect("utf8"), "/bin/true"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("experiment w: key /nonexistent/key: "), "{}", text(&o.stderr));
+    let r = outcomes(&out).pop().expect("a record");
+    assert_eq!((r.arm.as_str(), r.arm_source, r.experiment, r.arms), ("auto", ArmSource::Default, None, None));
+    let o = run(wrapper(&ledger, &env).args([contrib("pbs-job-starter").to_str().expect("utf8"), "/bin/true"]));
+    assert_eq!(text(&o.stderr), "", "said once per host and user");
+}

@@ -332,3 +332,47 @@ fn batch_job_exclusions_end_with_the_job() {
         "numakit: no numakit daemon answers at /nonexistent.sock: nothing to exclude the job from"
     );
 }
+
+#[test]
+fn an_experiments_off_host_decides_and_logs_only() {
+    use numakit::experiment::{assign, Design};
+    use std::os::unix::fs::PermissionsExt as _;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    let host = host.trim().split('.').next().unwrap_or_default().to_string();
+    // One key that draws this host daemon-off, one that draws it daemon-on.
+    let words =
+        |key: &Path| format!("experiment=dm arms=daemon-on,daemon-off unit=host key={} cluster=farm", key.display());
+    let draw = |n: u8| {
+        let key = vec![n; 32];
+        let w = words(Path::new("/k"));
+        let d = Design::from_words(&w.split_whitespace().collect::<Vec<_>>()).expect("words").expect("design");
+        (key.clone(), assign::daemon_off(&d, &key, &host, 0.0, false).is_some())
+    };
+    let off = (0..=255).map(draw).find(|(_, off)| *off).expect("a key drawing off");
+    let on = (0..=255).map(draw).find(|(_, off)| !*off).expect("a key drawing on");
+    for (key, is_off) in [off, on] {
+        let d = tempfile::tempdir().expect("tmp");
+        let k = d.path().join("experiment.key");
+        std::fs::write(&k, &key).expect("key");
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let cfg = config(d.path(), &format!("experiment = {:?}\n", words(&k)));
+        let o = Command::new(NK)
+            .args(["daemon", "--dry-run", "--scans", "2", "--config"])
+            .arg(&cfg)
+            .output()
+            .expect("daemon");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(&format!("experiment dm on host {host}")), "{}", text(&o.stderr));
+        let st: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.path().join("state/status.json")).expect("status"))
+                .expect("json");
+        let deferred = st["deferred"].as_str().unwrap_or_default();
+        assert_eq!(deferred.contains("this host's arm is daemon-off"), is_off, "{st}");
+    }
+    // A bad experiment is a bad setting: the daemon does not start.
+    let d = tempfile::tempdir().expect("tmp");
+    let cfg = config(d.path(), "experiment = \"experiment=dm arms=auto,none unit=host key=/k cluster=c\"\n");
+    let o =
+        Command::new(NK).args(["daemon", "--dry-run", "--scans", "1", "--config"]).arg(&cfg).output().expect("daemon");
+    one_line_error(&o, 2, "the daemon's arms are daemon-on and daemon-off");
+}

@@ -126,18 +126,44 @@ fn job_cgroups_with_their_labels_pass_promtool() {
     common::fake_slurm_root(d.path(), 7);
     common::write(d.path(), "sys/fs/cgroup/system.slice/svc.service/cgroup.procs", "20\n");
     common::write(d.path(), "sys/fs/cgroup/system.slice/slurmstepd.scope/job_43/cgroup.procs", "");
+    // The job ledger: job 42's arm (as its slurmstepd leaves it), a
+    // wrapper's job's by its pid (20, in svc.service), and an ended one's.
+    let ledger = d.path().join("ledger");
+    let entry = |pid: i32, job_step: &str, arm: &str| {
+        let text =
+            format!(r#"{{"pid":{pid},"start_ticks":0,"job":"x","claims":[],"placed_unix":1,{job_step}"arm":{arm}}}"#);
+        common::write(&ledger, &format!("{pid}.json"), &text);
+    };
+    entry(
+        10,
+        r#""job_step":{"job":"slurm job 42","step":"slurm job 42.0"},"#,
+        r#"{"experiment":"q4","arm":"auto","source":"assigned"}"#,
+    );
+    entry(20, "", r#"{"arm":"none","source":"chosen"}"#);
+    entry(99, r#""job_step":{"job":"slurm job 43","step":"slurm job 43.0"},"#, r#"{"arm":"local","source":"default"}"#);
     let root = d.path().to_string_lossy().to_string();
-    let (_p, addr) = exporter(&["--sysroot", &root, "--cgroup", "/system.slice/svc.service", "--max-cgroups", "2"]);
+    let ledger = ledger.to_string_lossy().to_string();
+    let (_p, addr) = exporter(&[
+        "--sysroot",
+        &root,
+        "--cgroup",
+        "/system.slice/svc.service",
+        "--max-cgroups",
+        "2",
+        "--ledger",
+        &ledger,
+    ]);
     let (status, _, body) = get(&addr, "/metrics");
     assert_eq!(status, 200, "{body}");
-    let job = r#"cgroup="/system.slice/slurmstepd.scope/job_42",job_id="42""#;
+    let job = r#"cgroup="/system.slice/slurmstepd.scope/job_42",job_id="42",experiment="q4",arm="auto",arm_source="assigned""#;
     for want in [
         format!("numakit_cgroup_processes{{{job}}} 2\n"),
         format!("numakit_cgroup_memory_bytes{{{job},node=\"0\"}} {}\n", 200 * 4096),
         format!("numakit_cgroup_own_local_bytes{{{job}}} {}\n", 200 * 4096),
         format!("numakit_cgroup_charged_bytes{{{job},node=\"1\",type=\"file\"}} 204800\n"),
         format!("numakit_cgroup_numa_pages_migrated_total{{{job}}} 7\n"),
-        "numakit_cgroup_processes{cgroup=\"/system.slice/svc.service\"} 1\n".to_string(),
+        "numakit_cgroup_processes{cgroup=\"/system.slice/svc.service\",arm=\"none\",arm_source=\"chosen\"} 1\n"
+            .to_string(),
         // Asked for first, then the jobs by path: job_43 is beyond 2.
         "numakit_exporter_cgroups_dropped 1\n".to_string(),
     ] {

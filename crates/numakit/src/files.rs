@@ -9,6 +9,10 @@
 //! behind is removed by the next [`write_atomic`] to the same file
 //! (or by [`remove_stale_temps`]), once its writer is gone.
 //!
+//! [`append_line`] adds one line to a log shared by many writers (the
+//! batch jobs' JSON lines): one `write` on a file opened `O_APPEND`, so
+//! lines of concurrent writers never interleave.
+//!
 //! This module writes only the files it is given; it never touches kernel
 //! knobs or placement (that is [`crate::act`]).
 
@@ -73,6 +77,38 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// The longest line [`append_line`] writes: far above a job's record (a
+/// few KiB), well below what one `write` to a local file system always
+/// completes.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Appends `line` and a newline to `path` in one `write` on a descriptor
+/// opened `O_APPEND` (created with mode 0644, less the umask, never through
+/// a symbolic link at the end of the path), creating its folder if needed:
+/// concurrent writers' lines never interleave. A line holding a newline, or
+/// longer than [`MAX_LINE_BYTES`], is refused; a short write (a full disk)
+/// is an error, never reported as written.
+pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
+    if line.contains('\n') || line.len() >= MAX_LINE_BYTES {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not one line of at most 1 MiB"));
+    }
+    fs::create_dir_all(folder(path))?;
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    let n = f.write(&bytes)?;
+    if n != bytes.len() {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, format!("wrote {n} of {} bytes", bytes.len())));
+    }
+    Ok(())
 }
 
 /// Removes `path` (a missing file is not an error) and makes the removal
@@ -172,6 +208,40 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"two");
         let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
+    }
+
+    #[test]
+    fn appends_whole_lines_and_refuses_the_rest() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/lines.jsonl");
+        append_line(&p, "{\"a\":1}").unwrap();
+        append_line(&p, "{\"a\":2}").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "{\"a\":1}\n{\"a\":2}\n");
+        assert_eq!(append_line(&p, "two\nlines").unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(append_line(&link, "x").is_err(), "a link at the end is refused");
+        if Path::new("/dev/full").exists() {
+            assert!(append_line(Path::new("/dev/full"), "x").is_err(), "a full disk is an error");
+        }
+        // Writers in several threads: every line whole.
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        append_line(&p, &format!("{t}:{i}:{}", "x".repeat(3000))).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(&p).unwrap();
+        let long: Vec<&str> = text.lines().filter(|l| l.len() > 100).collect();
+        assert_eq!(long.len(), 800);
+        assert!(long.iter().all(|l| l.ends_with(&"x".repeat(3000)) && l.split(':').count() == 3));
     }
 
     #[test]

@@ -40,8 +40,9 @@
 //! * `irq` (with `tune`): `irq`, every device's interrupts seen from its
 //!   node, and `present::irq`;
 //! * `svg`: `present::svg`, a picture of packages, nodes, cores and PUs;
-//! * `experiment`: `experiment`, randomized NUMA experiments on a farm:
-//!   each job step's outcome record;
+//! * `experiment` (with `batch`, `hmac`, `sha2`): `experiment`,
+//!   randomized NUMA experiments on a farm: the site's design, the keyed
+//!   draw of a job's arm, each job step's outcome record and what fills it;
 //! * `synth`: `topo::synth`, synthetic sysfs/procfs trees of described
 //!   machines, for tests and the simulator (`numakit-sim`);
 //! * `stats_math`: `stats_math`, statistics of measurements (mean, median,

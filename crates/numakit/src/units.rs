@@ -152,6 +152,56 @@ pub fn utc_rfc3339(secs: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// Reads a UTC date or time as people write it, `2026-12-31`,
+/// `2026-12-31T18:00`, `2026-12-31T18:00:30` (an optional trailing `Z`),
+/// into seconds since the epoch: the inverse of [`utc_rfc3339`]. The error
+/// names the text as given.
+///
+/// ```
+/// use numakit::units::{parse_utc, utc_rfc3339};
+/// assert_eq!(utc_rfc3339(parse_utc("2026-11-25T06:30").unwrap()), "2026-11-25T06:30:00Z");
+/// assert!(parse_utc("2026-02-30").is_err());
+/// ```
+pub fn parse_utc(text: &str) -> Result<u64, String> {
+    let err = || format!("invalid date {text:?}: use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC)");
+    let t = text.trim();
+    let t = t.strip_suffix('Z').unwrap_or(t);
+    let (date, time) = t.split_once('T').map_or((t, None), |(d, h)| (d, Some(h)));
+    let num = |s: &str, digits: usize| -> Option<i64> {
+        (s.len() == digits && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    };
+    let mut d = date.split('-');
+    let (Some(y), Some(m), Some(day), None) = (d.next(), d.next(), d.next(), d.next()) else { return Err(err()) };
+    let (y, m, day) = (num(y, 4).ok_or_else(err)?, num(m, 2).ok_or_else(err)?, num(day, 2).ok_or_else(err)?);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days_in = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&m) || day < 1 || day > days_in[(m - 1) as usize] || y < 1970 {
+        return Err(err());
+    }
+    let mut secs = 0;
+    if let Some(h) = time {
+        let parts: Vec<&str> = h.split(':').collect();
+        if !(2..=3).contains(&parts.len()) {
+            return Err(err());
+        }
+        let v: Vec<i64> = parts.iter().map(|p| num(p, 2)).collect::<Option<_>>().ok_or_else(err)?;
+        let (hh, mm, ss) = (v[0], v[1], v.get(2).copied().unwrap_or(0));
+        if hh > 23 || mm > 59 || ss > 59 {
+            return Err(err());
+        }
+        secs = hh * 3600 + mm * 60 + ss;
+    }
+    // days_from_civil (H. Hinnant), the inverse of utc_rfc3339's.
+    let yy = if m <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok((days * 86_400 + secs) as u64)
+}
+
 /// Now as seconds since the epoch (0 if the clock is before it).
 pub fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
@@ -184,6 +234,20 @@ mod tests {
             parse_size("-1G").unwrap_err().to_string(),
             "invalid size \"-1G\": use bytes or a number with K, M, G or T"
         );
+    }
+
+    #[test]
+    fn utc_times_as_typed_round_trip() {
+        assert_eq!(parse_utc("1970-01-01"), Ok(0));
+        assert_eq!(parse_utc("2000-03-01T00:00:01Z"), Ok(951_868_801));
+        assert_eq!(parse_utc("2024-02-29T23:59:59"), Ok(1_709_251_199));
+        for secs in [0u64, 86_399, 951_782_400, 1_709_251_199, 4_102_444_800] {
+            assert_eq!(parse_utc(&utc_rfc3339(secs)), Ok(secs), "{secs}");
+        }
+        for bad in ["", "2026", "2026-13-01", "2023-02-29", "2026-1-01", "26-01-01", "2026-01-01T24:00", "1969-12-31"] {
+            let e = parse_utc(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")) && !e.contains('\n'), "{bad}: {e}");
+        }
     }
 
     #[test]

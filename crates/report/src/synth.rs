@@ -280,6 +280,7 @@ impl Farm {
                     wall_s: round3(en - st),
                     cpu_user_s: Some(round3(cpu_total * share * 0.97)),
                     cpu_system_s: Some(round3(cpu_total * share * 0.03)),
+                    cpu_source: Some("cpu.stat".into()),
                     cpus: Some(cpus),
                     cpu_efficiency: Some((eff * 1000.0).round() / 1000.0),
                     peak_memory_bytes: Some((1 + rng.below(64)) << 28),

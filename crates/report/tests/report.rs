@@ -36,6 +36,7 @@ fn rec(job: u64, step: &str, host: &str, arm: &str, start: f64, end: f64, cpu: f
         wall_s: end - start,
         cpu_user_s: Some(cpu * 0.9),
         cpu_system_s: Some(cpu * 0.1),
+        cpu_source: Some("cpu.stat".into()),
         cpus: Some(2),
         cpu_efficiency: None,
         peak_memory_bytes: None,

@@ -77,6 +77,10 @@ pub enum Item {
     StepCpusPerTask = 24,
     /// `S_STEP_ALLOC_MEM` (uint64_t *): the step's memory on this node, MiB.
     StepAllocMem = 28,
+    /// `S_JOB_ARRAY_ID` (uint32_t *): the array's job id, or 0.
+    JobArrayId = 30,
+    /// `S_JOB_ARRAY_TASK_ID` (uint32_t *).
+    JobArrayTaskId = 31,
 }
 
 /// `enum spank_context`.
@@ -101,6 +105,7 @@ type RegisterFn = unsafe extern "C" fn(SpankHandle, *mut SpankOption) -> c_int;
 type GetItemFn = unsafe extern "C" fn(SpankHandle, c_int, ...) -> c_int;
 type SetenvFn = unsafe extern "C" fn(SpankHandle, *const c_char, *const c_char, c_int) -> c_int;
 type ContextFn = unsafe extern "C" fn() -> c_int;
+type GetenvFn = unsafe extern "C" fn(SpankHandle, *const c_char, *mut c_char, c_int) -> c_int;
 
 /// The functions, resolved once.
 struct Api {
@@ -112,6 +117,7 @@ struct Api {
     register: Option<RegisterFn>,
     get_item: Option<GetItemFn>,
     setenv: Option<SetenvFn>,
+    getenv: Option<GetenvFn>,
     context: Option<ContextFn>,
 }
 
@@ -143,6 +149,7 @@ fn api() -> &'static Api {
             register: f!(c"spank_option_register", RegisterFn),
             get_item: f!(c"spank_get_item", GetItemFn),
             setenv: f!(c"spank_setenv", SetenvFn),
+            getenv: f!(c"spank_getenv", GetenvFn),
             context: f!(c"spank_context", ContextFn),
         }
     })
@@ -249,6 +256,35 @@ pub fn get_i32(spank: SpankHandle, item: Item) -> Option<i32> {
     // SAFETY: the item's value type is int or pid_t (see `Item`); Slurm writes one.
     let rc = unsafe { f(spank, item as c_int, &mut v as *mut c_int) };
     (rc == ESPANK_SUCCESS).then_some(v)
+}
+
+/// `spank_get_item` for the items whose value is a `uint16_t`.
+pub fn get_u16(spank: SpankHandle, item: Item) -> Option<u16> {
+    let f = api().get_item?;
+    let mut v: u16 = 0;
+    // SAFETY: the item's value type is uint16_t (see `Item`); Slurm writes one.
+    let rc = unsafe { f(spank, item as c_int, &mut v as *mut u16) };
+    (rc == ESPANK_SUCCESS).then_some(v)
+}
+
+/// The longest job variable [`getenv`] reads.
+pub const GETENV_MAX: usize = 4096;
+
+/// `spank_getenv(spank, name, buf, len)`: a variable of the job's
+/// environment (remote context); `None` when it is unset, longer than
+/// [`GETENV_MAX`], or outside slurmstepd.
+pub fn getenv(spank: SpankHandle, name: &str) -> Option<String> {
+    let f = api().getenv?;
+    let n = CString::new(name).ok()?;
+    let mut buf = vec![0 as c_char; GETENV_MAX];
+    // SAFETY: the handle Slurm gave the hook, a NUL-terminated name and a
+    // buffer of the length passed, which Slurm NUL-terminates on success.
+    let rc = unsafe { f(spank, n.as_ptr(), buf.as_mut_ptr(), GETENV_MAX as c_int) };
+    if rc != ESPANK_SUCCESS {
+        return None;
+    }
+    // SAFETY: on success the buffer holds a NUL-terminated string.
+    Some(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
 }
 
 /// `spank_setenv(spank, name, value, 1)`: sets a variable of the job's

@@ -9,6 +9,7 @@ use numakit::act;
 use numakit::batch::ledger::Ledger;
 use numakit::batch::mode::MODE_NAMES;
 use numakit::batch::{self, JobMode, JobStep, Placed, Site, TaskInfo};
+use numakit::experiment::{Design, Numa};
 use numakit::place::MemMode;
 use numakit::procs::cgroup;
 use numakit::sets::CpuSet;
@@ -82,8 +83,17 @@ fn error(msg: &str) {
 /// job's options are seen (srun, sbatch, salloc, slurmstepd).
 pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
     let ctx = ffi::context();
-    let (reporting, args) = report_args(args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
+    let (words, args) = Design::split_args(args);
+    let (reporting, args) = report_args(&args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
     let site = Site::from_args(&args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
+    // A bad experiment word never fails a job: the experiment is off, and
+    // slurmstepd says why (once per host).
+    if let Err(e) = crate::experiment::configure(&words) {
+        let _ = crate::experiment::configure(&[]);
+        let note = format!("plugstack.conf: {e}: no experiment runs");
+        let once = ctx == Context::Remote && Ledger::new(&site.ledger).note_once(&note);
+        ffi::log(if once { Level::Error } else { Level::Verbose }, &format!("numakit: {note}"));
+    }
     let usage = usage(&site);
     *lock(&SITE) = Some(site);
     *lock(&REPORT) = Some(reporting);
@@ -233,7 +243,7 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     if ffi::context() != Context::Remote {
         return Ok(());
     }
-    let (mode, asked) = mode();
+    let (mode, asked) = crate::experiment::mode().unwrap_or_else(mode);
     let ids = Ids::of(spank);
     let who = ids.label();
     let cpus = ffi::get_u32(spank, Item::StepCpusPerTask).unwrap_or(1).max(1);
@@ -246,10 +256,24 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     let site = site();
     let cgroup = if mode == JobMode::None { job_cgroup(ids.job) } else { None };
     let started = std::time::Instant::now();
-    let placed = batch::place_task(&SysRoot::live(), &site, &mode, &task, cgroup.as_deref())
-        .map_err(|e| error(&format!("{who}: {e}")))?;
+    let placed = match batch::place_task(&SysRoot::live(), &site, &mode, &task, cgroup.as_deref()) {
+        Ok(p) => p,
+        // An experiment's arm never fails a job: it runs as it is (its
+        // record keeps the arm and shows what it was given).
+        Err(e) if crate::experiment::assigned() => {
+            ffi::log(Level::Info, &format!("numakit: {who}: {e}: the experiment's arm runs unplaced"));
+            crate::experiment::placed(&current_cpus(), "unchanged");
+            return Ok(());
+        }
+        Err(e) => {
+            error(&format!("{who}: {e}"));
+            return Err(());
+        }
+    };
     let took = started.elapsed().as_secs_f64() * 1000.0;
-    let given = summary(&placed);
+    let (cpus_now, memory) = given_parts(&placed);
+    crate::experiment::placed(&cpus_now, &memory);
+    let given = format!("cpus {cpus_now}, memory {memory}");
     ffi::log(Level::Info, &format!("numakit: {who}: {mode}: {given} ({}; {took:.1} ms)", placed.decision.reason));
     if let Some(w) = &placed.warning {
         // A site default of none without a daemon is every job: the log only.
@@ -264,15 +288,21 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     Ok(())
 }
 
-/// `cpus LIST, memory POLICY [NODES]`: what the task has now.
-fn summary(placed: &Placed) -> String {
-    let cpus = act::get_affinity(act::Pid::SELF).map(|c| c.to_list()).unwrap_or_else(|_| "?".into());
+/// The calling task's CPUs now, as a list.
+fn current_cpus() -> String {
+    act::get_affinity(act::Pid::SELF).map(|c| c.to_list()).unwrap_or_else(|_| "?".into())
+}
+
+/// What the task has now: its CPUs (a list) and memory policy
+/// (`bind 0`, `local`, `unchanged`).
+fn given_parts(placed: &Placed) -> (String, String) {
+    let cpus = current_cpus();
     let memory = match placed.decision.plan.as_ref().and_then(|p| p.memory.as_ref()) {
         None => "unchanged".to_string(),
         Some(m) if m.mode == MemMode::Local => "local".to_string(),
         Some(m) => format!("{} {}", m.mode.name(), m.nodes.to_list()),
     };
-    format!("cpus {cpus}, memory {memory}")
+    (cpus, memory)
 }
 
 /// `slurm_spank_task_exit`, in slurmstepd after a task ended: its ledger entry
@@ -280,6 +310,9 @@ fn summary(placed: &Placed) -> String {
 pub fn task_exit(spank: SpankHandle) -> Result<(), ()> {
     let ids = Ids::of(spank);
     let status = ffi::get_i32(spank, Item::TaskExitStatus).unwrap_or(-1);
+    if ffi::context() == Context::Remote && status >= 0 {
+        crate::experiment::task_exited(ffi::get_i32(spank, Item::TaskId).unwrap_or(0), status);
+    }
     if let Some(pid) = ffi::get_i32(spank, Item::TaskPid) {
         if let Err(e) = Ledger::new(&site().ledger).remove(pid) {
             ffi::log(Level::Verbose, &format!("numakit: {}: {e}", ids.label()));
@@ -313,7 +346,9 @@ pub fn task_post_fork(spank: SpankHandle) -> Result<(), ()> {
         }
         r.interval.unwrap_or(crate::report::DEFAULT_INTERVAL)
     };
-    match crate::report::step_cgroup(&file, &step_name(&ids)) {
+    let cg = crate::report::step_cgroup(&file, &step_name(&ids));
+    crate::experiment::forked(cg.as_deref());
+    match cg {
         Some(cg) => crate::report::start(cg, interval),
         None => {
             ffi::log(
@@ -325,18 +360,34 @@ pub fn task_post_fork(spank: SpankHandle) -> Result<(), ()> {
     Ok(())
 }
 
+/// `slurm_spank_init_post_opt`: in slurmstepd (as root, before the tasks
+/// are forked), the step's arm: the experiment's, the job's own `--numa`
+/// or the site's default.
+pub fn init_post_opt(spank: SpankHandle) -> Result<(), ()> {
+    if ffi::context() != Context::Remote {
+        return Ok(());
+    }
+    let ids = Ids::of(spank);
+    let asked = lock(&ASKED).clone();
+    crate::experiment::start(spank, ids.job, step_name(&ids), asked, &site());
+    Ok(())
+}
+
 /// `slurm_spank_exit`: the step (or srun, sbatch) is done; in slurmstepd its
-/// report is written where it was asked for.
+/// report is written where it was asked for, and its outcome record.
 pub fn exit(spank: SpankHandle) -> Result<(), ()> {
     if ffi::context() != Context::Remote {
         return Ok(());
     }
     let ids = Ids::of(spank);
     ffi::log(Level::Debug, &format!("numakit: slurm job {} done", ids.step()));
-    let Some((report, delta)) = crate::report::finish() else { return Ok(()) };
+    let r = lock(&REPORT).clone().unwrap_or_default();
+    let finished = crate::report::finish();
+    let numa = finished.as_ref().map(|(rep, d)| Numa::from_report(rep, d.as_deref()));
+    crate::experiment::finish(spank, r.dir.as_deref(), numa, &site());
+    let Some((report, delta)) = finished else { return Ok(()) };
     let (text, line) = crate::report::render(&report, delta.as_deref());
     ffi::log(Level::Info, &format!("numakit: slurm job {} report {line}", ids.step()));
-    let r = lock(&REPORT).clone().unwrap_or_default();
     if let Some(dir) = &r.dir {
         if let Err(e) = crate::report::append_site(dir, &line) {
             error(&format!("slurm job {}: report to {}: {e}", ids.step(), dir.display()));

@@ -36,9 +36,11 @@
 
 #![allow(non_upper_case_globals)]
 
+mod experiment;
 mod ffi;
 mod hooks;
 mod report;
+mod shared;
 mod version;
 
 use std::ffi::{c_char, c_int, CStr};
@@ -157,6 +159,16 @@ pub unsafe extern "C" fn slurm_spank_init(spank: SpankHandle, ac: c_int, av: *co
         let args = unsafe { ffi::args(ac, av) };
         hooks::init(spank, &args)
     })
+}
+
+/// `slurm_spank_init_post_opt`: the step's experiment arm (slurmstepd, as
+/// root, before the tasks are forked).
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_init_post_opt(spank: SpankHandle, _ac: c_int, _av: *const *const c_char) -> c_int {
+    guard(|| hooks::init_post_opt(spank))
 }
 
 /// `slurm_spank_task_init`: places the task (remote context, the task's process,

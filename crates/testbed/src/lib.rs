@@ -17,9 +17,11 @@
 //! line and parses what comes back.
 //!
 //! [`slurm`] starts a real Slurm (munged, slurmctld, slurmd on loopback) for a test,
-//! on the host or inside the guest.
+//! on the host or inside the guest, with its accounting in a real slurmdbd and
+//! MariaDB when asked ([`slurmdbd`]).
 
 pub mod slurm;
+pub mod slurmdbd;
 pub mod topology;
 pub mod vm;
 

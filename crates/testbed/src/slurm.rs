@@ -20,9 +20,14 @@
 //! detaches into sessions of their own, but which keep slurmd's working directory,
 //! the temporary folder) and their tasks are killed, and the folder is removed.
 //!
+//! With [`SlurmSpec::accounting`], Slurm keeps its accounting in a real
+//! `slurmdbd` on a MariaDB server, both started in the same folder and
+//! killed with the rest ([`crate::slurmdbd`]), so that `sacct` answers.
+//!
 //! Needs root (slurmd starts tasks as the job's user) and the Debian packages
-//! `munge slurmctld slurmd slurm-client`: without them [`Slurm::start`] fails
-//! with a message saying so (`scripts/install-deps` installs them).
+//! `munge slurmctld slurmd slurm-client` (and `mariadb-server slurmdbd` for
+//! accounting): without them [`Slurm::start`] fails with a message saying so
+//! (`scripts/install-deps` installs them).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -34,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{Error, Output};
+use crate::{slurmdbd, Error, Output};
 
 /// The programs a test Slurm needs, and the package each comes from.
 pub const PROGRAMS: &[(&str, &str)] = &[
@@ -66,6 +71,8 @@ pub struct SlurmSpec {
     pub cgroup_conf: Option<String>,
     /// How long the daemons may take to be ready.
     pub ready_timeout: Duration,
+    /// Keep Slurm's accounting in a slurmdbd with MariaDB ([`crate::slurmdbd`]).
+    pub accounting: bool,
 }
 
 impl Default for SlurmSpec {
@@ -78,6 +85,7 @@ impl Default for SlurmSpec {
             extra_conf: Vec::new(),
             cgroup_conf: None,
             ready_timeout: Duration::from_secs(30),
+            accounting: false,
         }
     }
 }
@@ -101,6 +109,12 @@ impl SlurmSpec {
         self
     }
 
+    /// Keeps Slurm's accounting in a slurmdbd with MariaDB (`sacct` answers).
+    pub fn accounting(mut self) -> SlurmSpec {
+        self.accounting = true;
+        self
+    }
+
     /// Sets the compute host's name (default: this host's name).
     pub fn node_name(mut self, name: impl Into<String>) -> SlurmSpec {
         self.node_name = Some(name.into());
@@ -114,18 +128,23 @@ pub struct Slurm {
     dir: PathBuf,
     node: String,
     daemons: Vec<(&'static str, Child)>,
+    /// slurmdbd's port, with accounting.
+    dbd_port: Option<u16>,
 }
 
 /// The first program of [`PROGRAMS`] not found in `PATH` (or `/usr/sbin`), with its package.
 pub fn missing_program() -> Option<(&'static str, &'static str)> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> =
-        std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")]).collect();
-    missing_in(&dirs)
+    missing_in(&search_path(), PROGRAMS)
 }
 
-fn missing_in(dirs: &[PathBuf]) -> Option<(&'static str, &'static str)> {
-    PROGRAMS.iter().copied().find(|(prog, _)| !dirs.iter().any(|d| d.join(prog).is_file()))
+/// `PATH`, `/usr/sbin` and `/usr/bin`.
+fn search_path() -> Vec<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")]).collect()
+}
+
+fn missing_in(dirs: &[PathBuf], programs: &[(&'static str, &'static str)]) -> Option<(&'static str, &'static str)> {
+    programs.iter().copied().find(|(prog, _)| !dirs.iter().any(|d| d.join(prog).is_file()))
 }
 
 /// The error [`Slurm::start`] gives when a program is missing.
@@ -140,6 +159,11 @@ impl Slurm {
         if let Some((prog, pkg)) = missing_program() {
             return Err(missing_error(prog, pkg));
         }
+        if spec.accounting {
+            if let Some((prog, pkg)) = missing_in(&search_path(), slurmdbd::PROGRAMS) {
+                return Err(missing_error(prog, pkg));
+            }
+        }
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err(Error::Slurm("a test Slurm needs root (slurmd starts tasks as the job's user)".into()));
@@ -149,7 +173,7 @@ impl Slurm {
             Some(n) => n.clone(),
             None => host_name()?,
         };
-        let mut slurm = Slurm { dir, node, daemons: Vec::new() };
+        let mut slurm = Slurm { dir, node, daemons: Vec::new(), dbd_port: None };
         slurm.configure(spec)?;
         slurm.spawn_all()?;
         slurm.wait_ready(spec.ready_timeout)?;
@@ -230,7 +254,7 @@ impl Slurm {
         logs_of(&self.dir)
     }
 
-    fn configure(&self, spec: &SlurmSpec) -> Result<(), Error> {
+    fn configure(&mut self, spec: &SlurmSpec) -> Result<(), Error> {
         let io = |what: &str, e: std::io::Error| Error::Slurm(format!("{what}: {e}"));
         for sub in ["run", "state", "spool", "log", "work"] {
             fs::create_dir_all(self.dir.join(sub)).map_err(|e| io(sub, e))?;
@@ -251,7 +275,12 @@ impl Slurm {
         f.write_all(&bytes).map_err(|e| io("munge.key", e))?;
         self.set_plugstack(&spec.plugstack)?;
         let node_line = node_line(&self.node)?;
-        let (ctld_port, slurmd_port) = free_ports()?;
+        let ports = free_ports(3)?;
+        let (ctld_port, slurmd_port) = (ports[0], ports[1]);
+        if spec.accounting {
+            slurmdbd::configure(&self.dir, ports[2])?;
+            self.dbd_port = Some(ports[2]);
+        }
         let d = self.dir.display();
         let mut conf = format!(
             "# generated by numakit-testbed for one test\n\
@@ -290,6 +319,12 @@ impl Slurm {
             proctrack = spec.proctrack,
             task = spec.task_plugin,
         );
+        if let Some(port) = self.dbd_port {
+            conf = conf
+                .replace("AccountingStorageType=accounting_storage/none\n", "")
+                .replace("JobAcctGatherType=jobacct_gather/none\n", "");
+            conf.push_str(&slurmdbd::slurm_conf(&self.dir, port));
+        }
         for line in &spec.extra_conf {
             conf.push_str(line);
             conf.push('\n');
@@ -320,6 +355,12 @@ impl Slurm {
             .arg(p("log/munged.log"));
         self.spawn("munged", munged)?;
         self.wait_for(Duration::from_secs(10), "munged's socket", |s| s.dir.join("run/munge.socket").exists())?;
+        if let Some(port) = self.dbd_port {
+            self.spawn("mariadb", slurmdbd::mariadb(&self.dir))?;
+            self.wait_for(Duration::from_secs(30), "MariaDB's socket", |s| s.dir.join("run/db.sock").exists())?;
+            self.spawn("slurmdbd", slurmdbd::slurmdbd(&self.dir))?;
+            self.wait_for(Duration::from_secs(30), "slurmdbd", |_| slurmdbd::listening(port))?;
+        }
         let mut ctld = Command::new("slurmctld");
         ctld.args(["-D", "-i", "-f"]).arg(self.conf());
         self.spawn("slurmctld", ctld)?;
@@ -389,14 +430,20 @@ impl Slurm {
     }
 }
 
-/// The last lines of every daemon's log in `dir`.
+/// The last lines of every daemon's log in `dir`, or of what it printed
+/// where it wrote no log (a daemon that stopped before opening it).
 fn logs_of(dir: &Path) -> String {
     let mut out = String::new();
-    for d in ["munged", "slurmctld", "slurmd"] {
-        let log = fs::read_to_string(dir.join("log").join(format!("{d}.log"))).unwrap_or_default();
+    for d in ["munged", "mariadb", "slurmdbd", "slurmctld", "slurmd"] {
+        let read = |file: &str| fs::read_to_string(dir.join("log").join(file)).ok().filter(|t| !t.trim().is_empty());
+        let Some((file, log)) =
+            [format!("{d}.log"), format!("{d}.out")].into_iter().find_map(|f| read(&f).map(|t| (f, t)))
+        else {
+            continue;
+        };
         let lines: Vec<&str> = log.lines().collect();
         let tail = &lines[lines.len().saturating_sub(40)..];
-        out.push_str(&format!("--- {d}.log (last {} lines) ---\n{}\n", tail.len(), tail.join("\n")));
+        out.push_str(&format!("--- {file} (last {} lines) ---\n{}\n", tail.len(), tail.join("\n")));
     }
     out
 }
@@ -515,13 +562,12 @@ fn node_line(node: &str) -> Result<String, Error> {
     Ok(format!("NodeName={node} NodeAddr=127.0.0.1 {} State=UNKNOWN\n", hardware.join(" ")))
 }
 
-/// Two TCP ports free on 127.0.0.1 (bound together, then released).
-fn free_ports() -> Result<(u16, u16), Error> {
-    let bind = || TcpListener::bind("127.0.0.1:0").and_then(|l| Ok((l.local_addr()?.port(), l)));
+/// `n` TCP ports free on 127.0.0.1 (bound together, then released).
+fn free_ports(n: usize) -> Result<Vec<u16>, Error> {
     let err = |e: std::io::Error| Error::Slurm(format!("cannot find a free port: {e}"));
-    let (a, _la) = bind().map_err(err)?;
-    let (b, _lb) = bind().map_err(err)?;
-    Ok((a, b))
+    let held: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>().map_err(err)?;
+    held.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(err)).collect()
 }
 
 #[cfg(test)]
@@ -531,7 +577,8 @@ mod tests {
     #[test]
     fn a_missing_program_is_named_with_its_package() {
         let empty = std::env::temp_dir().join(format!("nk-slurm-empty-{}", std::process::id()));
-        assert_eq!(missing_in(&[empty]), Some(("munged", "munge")));
+        assert_eq!(missing_in(std::slice::from_ref(&empty), PROGRAMS), Some(("munged", "munge")));
+        assert_eq!(missing_in(&[empty], slurmdbd::PROGRAMS), Some(("mariadbd", "mariadb-server")));
         let msg = missing_error("slurmd", "slurmd").to_string();
         assert_eq!(
             msg,

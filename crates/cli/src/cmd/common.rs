@@ -1,7 +1,8 @@
 //! What several commands share: mapping library errors to exit codes,
-//! sizes and CPU lists as typed, exec'ing the command, the calling
-//! thread's policy, and the nodes' loads for `advise` and `run --auto`.
-//! Commands import from here, never from each other.
+//! sizes and CPU lists as typed, exec'ing the command (or running it as a
+//! child that gets numakit's signals, for a batch job's outcome record),
+//! the calling thread's policy, and the nodes' loads for `advise` and
+//! `run --auto`. Commands import from here, never from each other.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -108,6 +109,147 @@ pub fn exec(command: &[OsString]) -> anyhow::Result<u8> {
     let err = std::process::Command::new(prog).args(rest).exec();
     let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
     Err(Failure { code, message: format!("cannot run {}: {err}", prog.to_string_lossy()) }.into())
+}
+
+/// How a supervised command ended ([`supervise`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Ended {
+    /// Its wait status (as `waitpid` gives it).
+    pub status: i32,
+    /// User and system CPU time of it and the descendants it waited for
+    /// (`wait4`'s rusage), seconds.
+    pub cpu: (f64, f64),
+}
+
+/// The signals a batch system sends a job to stop or warn it, handed on
+/// to the supervised command.
+const FORWARDED: [libc::c_int; 8] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGCONT,
+    libc::SIGXCPU,
+];
+
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(std::sync::atomic::Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in FORWARDED {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Runs the command as a child of numakit (which stays its parent, so the
+/// placement made for this process is its own), hands it the signals a
+/// batch system sends ([`FORWARDED`]), and waits for it. The signals are
+/// blocked from before the child exists until its pid is known, so none
+/// is lost. `started` is called with the child's pid once it runs. Not
+/// found: exit 127; cannot be run: 126 (as [`exec`]).
+pub fn supervise(command: &[OsString], started: impl FnOnce(i32)) -> anyhow::Result<Ended> {
+    let Some((prog, rest)) = command.split_first() else {
+        return Err(Failure::usage("no command given").into());
+    };
+    let set = signal_set();
+    // SAFETY: the handler only reads an atomic and calls kill; the masks
+    // are this thread's, restored below.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = forward as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        for s in FORWARDED {
+            libc::sigaction(s, &sa, std::ptr::null_mut());
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    let mut cmd = std::process::Command::new(prog);
+    cmd.args(rest);
+    // SAFETY: only async-signal-safe calls between fork and exec: the
+    // child unblocks the signals (exec resets the handlers).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let spawned = cmd.spawn();
+    let unblock = || {
+        // SAFETY: restores this thread's mask changed above.
+        unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+    };
+    let child = match spawned {
+        Ok(c) => c,
+        Err(err) => {
+            unblock();
+            let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            return Err(Failure { code, message: format!("cannot run {}: {err}", prog.to_string_lossy()) }.into());
+        }
+    };
+    let pid = child.id() as i32;
+    CHILD.store(pid, std::sync::atomic::Ordering::SeqCst);
+    unblock();
+    started(pid);
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waits for our own child, writing into the two locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(Failure::system(format!("waiting for {}: {e}", prog.to_string_lossy())).into());
+        }
+    }
+    CHILD.store(0, std::sync::atomic::Ordering::SeqCst);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Ok(Ended { status, cpu: (secs(ru.ru_utime), secs(ru.ru_stime)) })
+}
+
+/// numakit's exit for a supervised command that ended with wait `status`:
+/// its exit status, or the same signal (default action restored first, so
+/// the batch system sees the job killed as it was); 128 + signal if the
+/// signal does not end numakit.
+pub fn exit_like(status: i32) -> u8 {
+    let sig = status & 0x7f;
+    if sig == 0 {
+        return ((status >> 8) & 0xff) as u8;
+    }
+    // SAFETY: restores the default action and raises the signal on this
+    // process; a core-dumping signal's dump is the child's already, so
+    // numakit's own is turned off.
+    unsafe {
+        let none = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        libc::setrlimit(libc::RLIMIT_CORE, &none);
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+        let mut one: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut one);
+        libc::sigaddset(&mut one, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+    (128 + sig) as u8
 }
 
 /// A command line as a shell would need it typed.

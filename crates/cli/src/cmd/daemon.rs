@@ -2,7 +2,9 @@
 //! [`numakit::daemon::service::Service`]: scans at the service's interval,
 //! the control socket's server ([`numakit::daemon::ctl::serve`]) in a
 //! thread of its own (requests are handed to the loop, which owns the
-//! state), SIGTERM/SIGINT for a clean exit and SIGHUP for a reload.
+//! state), SIGTERM/SIGINT for a clean exit and SIGHUP for a reload; with an
+//! experiment in the settings, the gate that keeps the daemon to deciding
+//! and logging in its host's `daemon-off` periods.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -14,7 +16,7 @@ use numakit::act::mempolicy;
 use numakit::daemon::apply::Outcome;
 use numakit::daemon::ctl::{self, Access};
 use numakit::daemon::protocol::Request;
-use numakit::daemon::service::Service;
+use numakit::daemon::service::{ObserveGate, Service};
 use numakit::daemon::settings::Settings;
 use numakit::sets::NodeSet;
 use numakit::sys::SysRoot;
@@ -113,6 +115,7 @@ pub fn run(sys: &SysRoot, args: &DaemonArgs) -> anyhow::Result<u8> {
             return Err(Failure::system(e.to_string()).into());
         }
     };
+    service.set_observe_only(experiment_gate(sys, service.settings()));
     let (tx, rx) = mpsc::channel::<ctl::CtlMsg>();
     {
         let sys = sys.clone();
@@ -134,11 +137,15 @@ pub fn run(sys: &SysRoot, args: &DaemonArgs) -> anyhow::Result<u8> {
         if SIGNAL.swap(0, Ordering::SeqCst) == libc::SIGHUP {
             let r = service.handle(&Request::Reload);
             eprintln!("numakit daemon: SIGHUP: {}", r.error.unwrap_or_else(|| "reloaded".into()));
+            service.set_observe_only(experiment_gate(sys, service.settings()));
         }
         let wait = next.saturating_duration_since(Instant::now()).min(Duration::from_millis(200));
         match rx.recv_timeout(wait) {
             Ok((req, reply)) => {
                 let _ = reply.send(service.handle(&req));
+                if matches!(req, Request::Reload) {
+                    service.set_observe_only(experiment_gate(sys, service.settings()));
+                }
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -167,4 +174,26 @@ pub fn run(sys: &SysRoot, args: &DaemonArgs) -> anyhow::Result<u8> {
     let _ = std::fs::remove_file(&socket);
     eprintln!("numakit daemon: stopped after {scans} scans");
     Ok(0)
+}
+
+/// The gate of the daemon's experiment ([`Settings::experiment`]): the
+/// host's arm for each scan's time, drawn with the key (read here, as
+/// root, private). No experiment, or a key that cannot be used (said on
+/// stderr): no gate, the daemon acts as its settings say.
+fn experiment_gate(sys: &SysRoot, settings: &Settings) -> Option<ObserveGate> {
+    let design = settings.experiment_design().ok().flatten()?;
+    let key = match numakit::experiment::key::read_key(&design.key, true) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("numakit daemon: experiment {}: {e}: the daemon acts as its settings say", design.name);
+            return None;
+        }
+    };
+    let host = sys.read("proc/sys/kernel/hostname").ok().flatten().unwrap_or_default();
+    let host = host.split('.').next().unwrap_or_default().to_string();
+    eprintln!("numakit daemon: experiment {} on host {host}: daemon-off periods decide and log only", design.name);
+    Some(Box::new(move |now| {
+        let stop = design.stop.as_ref().is_some_and(|p| p.exists());
+        numakit::experiment::assign::daemon_off(&design, &key, &host, now, stop)
+    }))
 }

@@ -2,7 +2,8 @@
 //! (text exposition 0.0.4): node memory and huge pages, node allocation
 //! counters, AutoNUMA counters, memory per node and locality of the top
 //! processes by resident memory, and the same per cgroup for Slurm job
-//! cgroups and `--cgroup` ones, with their NUMA counters. Every scrape
+//! cgroups and `--cgroup` ones, with their NUMA counters (and the job's
+//! experiment arm, from the job ledger). Every scrape
 //! reads the system afresh; `numa_maps` only for those top processes and
 //! the exported cgroups' processes.
 //!
@@ -18,9 +19,10 @@ use std::time::Instant;
 
 use clap::builder::RangedU64ValueParser;
 use clap::Args;
+use numakit::batch::ledger::{arm_of, is_running, Entry, Ledger};
 use numakit::daemon::protocol::Status;
 use numakit::present::prometheus;
-use numakit::stats::cgroup::{CgroupDir, CgroupError, CgroupSample};
+use numakit::stats::cgroup::{CgroupDir, CgroupError, CgroupSample, JobReport};
 use numakit::stats::MetricsSample;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
@@ -67,6 +69,10 @@ pub struct ExporterArgs {
     )]
     pub max_cgroups: usize,
     /// Connections kept open at most; beyond, the least recently active one is closed.
+    /// The job ledger, where the Slurm plugin and the job wrappers leave each job's experiment arm
+    /// (the job families' experiment, arm and arm_source labels).
+    #[arg(long, value_name = "DIR", default_value = numakit::batch::ledger::DEFAULT_DIR)]
+    pub ledger: std::path::PathBuf,
     #[arg(
         long,
         value_name = "N",
@@ -88,6 +94,25 @@ fn daemon_families(path: &Path) -> String {
     prometheus::daemon(&status, age)
 }
 
+/// Each job's experiment arm, from the ledger's entries of running
+/// processes (none where the ledger cannot be read).
+fn arms(sys: &SysRoot, ledger: &Path) -> impl Fn(&JobReport) -> Option<prometheus::ArmLabels> {
+    let entries: Vec<Entry> = Ledger::new(ledger)
+        .read_all()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.arm.is_some() && is_running(sys, e))
+        .collect();
+    move |r: &JobReport| {
+        let pids: Vec<i32> = r.processes.iter().map(|p| p.pid).collect();
+        arm_of(&entries, r.slurm.as_ref().map(|s| s.job_id), &pids).map(|t| prometheus::ArmLabels {
+            experiment: t.experiment.clone(),
+            arm: t.arm.clone(),
+            source: t.source.clone(),
+        })
+    }
+}
+
 /// The answer to `method path`: the metrics, a small index page, or 404.
 fn answer(sys: &SysRoot, topo: &Topology, args: &ExporterArgs, method: &str, path: &str) -> http::Answer {
     let text =
@@ -99,7 +124,7 @@ fn answer(sys: &SysRoot, topo: &Topology, args: &ExporterArgs, method: &str, pat
                 Ok(sample) => {
                     let mut body = prometheus::render(&sample);
                     match CgroupSample::read(sys, topo, &args.cgroups, !args.no_job_search, args.max_cgroups) {
-                        Ok(cg) => body.push_str(&prometheus::cgroups(&cg)),
+                        Ok(cg) => body.push_str(&prometheus::cgroups_with_arms(&cg, &arms(sys, &args.ledger))),
                         Err(e) => return text(500, &format!("numakit: {e}\n")),
                     }
                     body.push_str(&daemon_families(&args.daemon_status));

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use clap::ArgMatches;
-use numakit::batch::{self, ledger::Ledger, JobError, JobMode, Site, TaskInfo};
+use numakit::batch::{self, ledger::Ledger, JobError, JobMode, Site, TaskDecision, TaskInfo};
 use numakit::daemon::settings::Settings;
 use numakit::place::auto::EX_TEMPFAIL;
 use numakit::place::{Context, OptKind, PolicyOpt, Request};
@@ -18,6 +18,8 @@ use super::common::{
 };
 use crate::cli::RunArgs;
 use crate::Failure;
+
+mod job;
 
 /// The policy options in command-line order (`same` refers back).
 pub fn request_from(args: &RunArgs, m: &ArgMatches) -> Request {
@@ -51,6 +53,10 @@ pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> 
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
     let socket = args.daemon.socket.clone().unwrap_or_else(|| Settings::default().socket);
     if args.auto {
+        if args.experiment.is_some() || args.chosen.is_some() || args.default_mode.is_some() || args.outcomes.is_some()
+        {
+            return job::run(sys, &topo, args, &socket);
+        }
         return run_auto(sys, &topo, args, &socket);
     }
     let req = request_from(args, m);
@@ -108,6 +114,34 @@ fn job_cpus(args: &RunArgs, topo: &Topology) -> Result<(u32, String), Failure> {
 }
 
 fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::Path) -> anyhow::Result<u8> {
+    match place_auto(sys, topo, args, socket, args.if_no_fit == "run")? {
+        Auto::Exit(code) => Ok(code),
+        Auto::Placed(_) | Auto::Unplaced => {
+            exclude(sys, args, socket)?;
+            exec(&args.command)
+        }
+    }
+}
+
+/// What `--auto`'s placement of this process came to.
+enum Auto {
+    /// Placed (recorded in the ledger, applied).
+    Placed(TaskDecision),
+    /// Nothing fits, and the job runs unplaced (said on stderr).
+    Unplaced,
+    /// Run nothing: exit with this code (75: no fit; 0: a dry run).
+    Exit(u8),
+}
+
+/// Places this process as `--auto` says, waiting for a fit up to `--wait`;
+/// with nothing fitting then, runs unplaced (`run_unplaced`) or exits 75.
+fn place_auto(
+    sys: &SysRoot,
+    topo: &Topology,
+    args: &RunArgs,
+    socket: &std::path::Path,
+    run_unplaced: bool,
+) -> anyhow::Result<Auto> {
     let reserve = parse_reserve(topo, args.reserve.as_ref())?;
     let wait = match &args.wait {
         Some(w) => numakit::units::parse_duration(w).map_err(|e| Failure::usage(format!("--wait: {e}")))?,
@@ -122,12 +156,7 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
         None => batch::env::slurm_task_mem(&|k| std::env::var(k).ok(), cpus, 1).unwrap_or(0),
     };
     let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve, job_step: None };
-    let site = Site {
-        socket: socket.to_path_buf(),
-        ledger: args.ledger.clone(),
-        sample: (!sample.is_zero()).then_some(sample),
-        ..Site::default()
-    };
+    let site = site(args, socket, (!sample.is_zero()).then_some(sample));
     let ledger = Ledger::new(&site.ledger);
     let end = Instant::now() + wait;
     let (prepared, d) = loop {
@@ -139,13 +168,12 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
                 if Instant::now() >= end {
                     let why = why.strip_prefix("--numa=auto: ").unwrap_or(&why);
                     let waited = if wait.is_zero() { String::new() } else { format!(" after waiting {:?}", wait) };
-                    if args.if_no_fit == "run" && !args.dry_run {
+                    if run_unplaced && !args.dry_run {
                         eprintln!("numakit: cannot place the job{waited}: {why}: running it unplaced");
-                        exclude(sys, args, socket)?;
-                        return exec(&args.command);
+                        return Ok(Auto::Unplaced);
                     }
                     eprintln!("numakit: cannot place the job now{waited}: {why}");
-                    return Ok(EX_TEMPFAIL);
+                    return Ok(Auto::Exit(EX_TEMPFAIL));
                 }
                 std::thread::sleep(Duration::from_secs(1).min(end.saturating_duration_since(Instant::now())));
             }
@@ -163,9 +191,13 @@ fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::
         outln!("cpus: {cpus} ({cpus_from})");
         outln!("view: {}", prepared.source);
         outln!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));
-        return Ok(0);
+        return Ok(Auto::Exit(0));
     }
-    exclude(sys, args, socket)?;
     batch::commit(sys, prepared, &d, "run --auto").map_err(|e| Failure::system(e.to_string()))?;
-    exec(&args.command)
+    Ok(Auto::Placed(d))
+}
+
+/// The site's settings as `run --auto`'s options give them.
+fn site(args: &RunArgs, socket: &std::path::Path, sample: Option<Duration>) -> Site {
+    Site { socket: socket.to_path_buf(), ledger: args.ledger.clone(), sample, ..Site::default() }
 }

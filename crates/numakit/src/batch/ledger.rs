@@ -67,6 +67,19 @@ impl JobStep {
     }
 }
 
+/// The experiment arm a job runs with, as the exporter labels the job's
+/// families with it (`experiment::Assignment`, as text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmTag {
+    /// The experiment (absent: none ran; the job's own or the site's mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
+    /// The arm (`auto`, `daemon-off`).
+    pub arm: String,
+    /// How it was set (`assigned`, `chosen`, `default`).
+    pub source: String,
+}
+
 /// One placed process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -85,6 +98,9 @@ pub struct Entry {
     /// as `run --auto` and entries written before the field existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_step: Option<JobStep>,
+    /// The job's experiment arm, where one was recorded ([`Ledger::tag`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<ArmTag>,
 }
 
 /// A record that cannot be used, in one line.
@@ -173,6 +189,56 @@ impl Ledger {
         }
     }
 
+    /// Records `pid`'s job arm: added to its entry when it has one (of the
+    /// same process), else an entry of its own claiming nothing, which
+    /// counts (and is forgotten) like any other. What the exporter reads
+    /// to label a job's families; where no placement is recorded (Slurm's
+    /// slurmstepd, a `none` job) it is the only entry.
+    pub fn tag(
+        &self,
+        sys: &SysRoot,
+        pid: i32,
+        label: &str,
+        job_step: Option<&JobStep>,
+        arm: ArmTag,
+    ) -> Result<(), LedgerError> {
+        let held = self.lock(LOCK_WAIT)?;
+        let st = procs::read_proc_stat(sys, pid)
+            .ok()
+            .flatten()
+            .ok_or_else(|| self.io(&self.entry_path(pid), std::io::Error::other("the process is gone")))?;
+        let mine = self.read_all()?.into_iter().find(|e| e.pid == pid && e.start_ticks == st.start_ticks);
+        let e = match mine {
+            Some(e) => Entry { arm: Some(arm), ..e },
+            None => Entry {
+                pid,
+                start_ticks: st.start_ticks,
+                job: label.to_string(),
+                claims: Vec::new(),
+                placed_unix: crate::units::unix_now() as u64,
+                job_step: job_step.cloned(),
+                arm: Some(arm),
+            },
+        };
+        held.record(&e)
+    }
+
+    /// Whether `note` is new on this host for this user: the last note
+    /// given is kept in `.note.UID` in the folder, and the same note again
+    /// is not new. So an error every job start meets (a missing key) is
+    /// logged once, not once per job; a different one is logged again.
+    /// A folder that cannot be written makes every note new.
+    pub fn note_once(&self, note: &str) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        let path = self.dir.join(format!(".note.{}", unsafe { libc::geteuid() }));
+        if fs::read(&path).is_ok_and(|old| old == note.as_bytes()) {
+            return false;
+        }
+        let _ = self.create();
+        let _ = files::write_replace(&path, note.as_bytes());
+        true
+    }
+
     /// Every entry whose file reads, without checking the processes
     /// (files that are not entries are skipped).
     pub fn read_all(&self) -> Result<Vec<Entry>, LedgerError> {
@@ -241,6 +307,19 @@ impl Locked<'_> {
     }
 }
 
+/// The arm of the job a cgroup holds, from the ledger's `entries` (live
+/// ones, [`Locked::live`] or [`is_running`]): the entry of the Slurm job
+/// `slurm_job` (its slurmstepd's), else one whose process is among
+/// `pids` (a wrapper's job). `None` when no entry carries an arm.
+pub fn arm_of<'a>(entries: &'a [Entry], slurm_job: Option<u64>, pids: &[i32]) -> Option<&'a ArmTag> {
+    let with_arm = || entries.iter().filter(|e| e.arm.is_some());
+    let by_job = slurm_job.and_then(|j| {
+        let name = format!("slurm job {j}");
+        with_arm().find(|e| e.job_step.as_ref().is_some_and(|s| s.job == name))
+    });
+    by_job.or_else(|| with_arm().find(|e| pids.contains(&e.pid))).and_then(|e| e.arm.as_ref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +332,7 @@ mod tests {
             claims: vec![Claim { node: 1, cpus: 2, mem_bytes: 1 << 30 }],
             placed_unix: 1,
             job_step: None,
+            arm: None,
         }
     }
 
@@ -310,6 +390,55 @@ mod tests {
         assert!(step.is_sibling_step(&other("slurm job 4", "slurm job 4.0")));
         assert!(!step.is_sibling_step(&other("slurm job 4", "slurm job 4.batch")), "the same step");
         assert!(!step.is_sibling_step(&other("slurm job 5", "slurm job 5.0")), "another job");
+    }
+
+    #[test]
+    fn an_arm_is_added_to_a_placement_or_recorded_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        proc_root(&root, 10, 500, 'S');
+        proc_root(&root, 11, 600, 'S');
+        let sys = SysRoot::at(&root);
+        let l = Ledger::new(d.path().join("jobs"));
+        l.lock(Duration::from_millis(50)).unwrap().record(&entry(10, 500)).unwrap();
+        let tag = ArmTag { experiment: Some("q".into()), arm: "auto".into(), source: "assigned".into() };
+        l.tag(&sys, 10, "x", None, tag.clone()).unwrap();
+        let step = JobStep { job: "slurm job 4".into(), step: "slurm job 4.0".into() };
+        l.tag(&sys, 11, "slurm job 4.0 arm", Some(&step), tag.clone()).unwrap();
+        let all = l.read_all().unwrap();
+        assert_eq!(all[0], Entry { arm: Some(tag.clone()), ..entry(10, 500) }, "the placement kept, the arm added");
+        assert_eq!((all[1].start_ticks, all[1].claims.len()), (600, 0));
+        assert_eq!((all[1].job_step.as_ref(), all[1].arm.as_ref()), (Some(&step), Some(&tag)));
+        assert!(l.tag(&sys, 12, "gone", None, tag).is_err(), "a process that is not there");
+        // Written without the field when there is none; read back alike.
+        assert!(!serde_json::to_string(&entry(1, 1)).unwrap().contains("arm"));
+    }
+
+    #[test]
+    fn the_arm_of_a_job_by_slurm_job_or_by_pid() {
+        let tag = |arm: &str| ArmTag { experiment: Some("q".into()), arm: arm.into(), source: "assigned".into() };
+        let step = JobStep { job: "slurm job 4".into(), step: "slurm job 4.0".into() };
+        let entries = vec![
+            Entry { arm: Some(tag("auto")), job_step: Some(step), ..entry(10, 1) },
+            Entry { arm: Some(tag("none")), ..entry(20, 1) },
+            entry(30, 1),
+        ];
+        assert_eq!(arm_of(&entries, Some(4), &[]).map(|t| t.arm.as_str()), Some("auto"));
+        assert_eq!(arm_of(&entries, Some(5), &[7, 20]).map(|t| t.arm.as_str()), Some("none"));
+        assert_eq!(arm_of(&entries, None, &[20]).map(|t| t.arm.as_str()), Some("none"));
+        assert_eq!(arm_of(&entries, None, &[30]), None, "an entry without an arm");
+        assert_eq!(arm_of(&entries, Some(44), &[]), None);
+    }
+
+    #[test]
+    fn a_note_is_new_once() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path().join("jobs"));
+        assert!(l.note_once("key /k: missing"));
+        assert!(!l.note_once("key /k: missing"));
+        assert!(l.note_once("key /k: 5 bytes"));
+        assert!(l.note_once("key /k: missing"), "a change back is new again");
+        assert!(Ledger::new("/proc/no/such").note_once("x") && Ledger::new("/proc/no/such").note_once("x"));
     }
 
     #[test]

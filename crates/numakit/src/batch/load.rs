@@ -188,6 +188,7 @@ mod tests {
             ],
             placed_unix: 0,
             job_step: None,
+            arm: None,
         };
         let c = claims_of(&sys, &[e]);
         // 4 GiB asked, 1 GiB resident: 3 GiB left, 3:1 over the nodes.

@@ -344,6 +344,7 @@ pub fn commit(
                     claims: decision.claims.clone(),
                     placed_unix: crate::units::unix_now() as u64,
                     job_step: prepared.job_step.clone(),
+                    arm: None,
                 };
                 match l.record(&e) {
                     Ok(()) => recorded = Some(l),

@@ -492,6 +492,55 @@ fn place_cpus_beside_autonuma_binds_and_leaves_every_page_to_the_kernel() {
 }
 
 #[test]
+fn an_experiments_off_period_decides_and_logs_only() {
+    // As above, without kernel balancing: reco would be bound and its
+    // pages moved. In the gate's "off" period nothing is applied and the
+    // status says why; once the gate opens, the same decision is applied.
+    const PID: i32 = 2_000_000_000;
+    let f = Fake::new();
+    put(f.root(), super::service::NUMA_BALANCING, "0\n");
+    let hog = |pid: i32, cpu: u32, ticks: u64| P {
+        pid,
+        comm: "hog",
+        ticks,
+        cpu,
+        rss_pages: GIB_PAGES,
+        allowed: if cpu == 0 { "0" } else { "4" },
+        pages: &[(1, GIB_PAGES)],
+        policy: "default",
+    };
+    let all = |ticks: u64| {
+        f.proc(&P { pid: PID, ..reco(ticks, 3) });
+        f.proc(&hog(500, 0, ticks));
+        f.proc(&hog(501, 4, ticks));
+    };
+    all(0);
+    let s = settings(&f);
+    let mut svc = Service::start(f.sys(), s.clone(), None, false).unwrap();
+    // The gate is given the time (seconds since the epoch, a real clock).
+    let why = "experiment dm: this host's arm is daemon-off in period 7";
+    svc.set_observe_only(Some(Box::new(move |now| (now > 1e9).then(|| why.to_string()))));
+    svc.scan(0.0).unwrap();
+    all(100);
+    f.tick(100, 50);
+    let off = svc.scan(1.0).unwrap();
+    let mine: Vec<_> = off.results.iter().filter(|(a, _)| a.pid == PID && a.changes()).collect();
+    assert!(!mine.is_empty(), "a change was decided: {:?}", off.results);
+    assert!(mine.iter().all(|(_, o)| matches!(o, super::apply::Outcome::NotDone { note } if note == why)), "{mine:?}");
+    assert!(!off.changed);
+    assert_eq!(svc.status().deferred.as_deref(), Some(why));
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert!(log.lines().any(|l| l.contains(why)), "the log says it: {log}");
+    // The gate opens: acted upon (the bind reaches the kernel: gone).
+    svc.set_observe_only(Some(Box::new(|_| None)));
+    all(200);
+    f.tick(200, 100);
+    let on = svc.scan(2.0).unwrap();
+    assert!(on.results.iter().any(|(a, o)| a.pid == PID && o.name() == "gone"), "{:?}", on.results);
+    assert!(svc.status().deferred.is_none());
+}
+
+#[test]
 fn small_processes_cost_one_statm_read() {
     let f = Fake::new();
     farm(&f, 0);

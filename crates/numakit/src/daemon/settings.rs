@@ -144,6 +144,12 @@ pub struct Settings {
     pub bench_latency: PathBuf,
     /// The decision core's thresholds and exclusion lists.
     pub decide: Config,
+    /// An experiment on the daemon itself, in the words a site gives the
+    /// Slurm plugin (docs/batch.md, Experiments): daemon arms
+    /// (`arms=daemon-on:1,daemon-off:1`), a host unit, `cluster=NAME`. In
+    /// the periods this host draws `daemon-off` the daemon decides and logs
+    /// only. Empty: none.
+    pub experiment: String,
 }
 
 impl Default for Settings {
@@ -163,6 +169,7 @@ impl Default for Settings {
             include_uids: Vec::new(),
             bench_latency: PathBuf::new(),
             decide: Config::default(),
+            experiment: String::new(),
         }
     }
 }
@@ -264,7 +271,24 @@ impl Settings {
         if d.slit_at <= 10 {
             return bad("decide.slit_at", &d.slit_at, "must be above the local distance 10");
         }
+        self.experiment_design()?;
         Ok(())
+    }
+
+    /// The daemon's experiment ([`Settings::experiment`]), checked: daemon
+    /// arms, a host unit and the cluster's name (the daemon has no batch
+    /// system to name it).
+    pub fn experiment_design(&self) -> Result<Option<crate::experiment::Design>, SettingsError> {
+        let words: Vec<&str> = self.experiment.split_whitespace().collect();
+        let bad = |why: String| SettingsError(format!("experiment = {:?}: {why}", self.experiment));
+        let Some(d) = crate::experiment::Design::from_words(&words).map_err(bad)? else { return Ok(None) };
+        if !d.daemon_arms() {
+            return Err(bad("the daemon's arms are daemon-on and daemon-off".into()));
+        }
+        if d.cluster.is_none() {
+            return Err(bad("give cluster=NAME, as the jobs' records name it".into()));
+        }
+        Ok(Some(d))
     }
 
     /// Whether a process passes the include lists (every non-empty list
@@ -358,6 +382,26 @@ mod tests {
         assert!(e("[decide]\nsame_start_slack_s = -1").contains("decide.same_start_slack_s = -1"));
         for t in ["interval_min_s = 0", "[decide]\nmin_cpu = -1", "[decide]\ncooldown_s = -5"] {
             assert!(!e(t).contains('\n'), "{t}");
+        }
+    }
+
+    #[test]
+    fn the_daemons_experiment() {
+        let ok =
+            "experiment = \"experiment=dm arms=daemon-on,daemon-off unit=host-period period=6h key=/k cluster=farm\"";
+        let s = Settings::from_toml(ok, "f").unwrap();
+        let d = s.experiment_design().unwrap().unwrap();
+        assert_eq!((d.name.as_str(), d.cluster.as_deref()), ("dm", Some("farm")));
+        assert_eq!(Settings::default().experiment_design().unwrap(), None);
+        let e = |t: &str| Settings::from_toml(t, "f").unwrap_err().0;
+        for (words, says) in [
+            ("experiment=dm arms=auto,none unit=host key=/k cluster=farm", "daemon-on and daemon-off"),
+            ("experiment=dm arms=daemon-on,daemon-off unit=host key=/k", "cluster=NAME"),
+            ("experiment=dm arms=daemon-on,daemon-off key=/k cluster=c", "use unit=host or host-period"),
+            ("experiment=dm arms=daemon-on key=/k", "at least two arms"),
+        ] {
+            let err = e(&format!("experiment = \"{words}\""));
+            assert!(err.starts_with("f: experiment = ") && err.contains(says) && !err.contains('\n'), "{err}");
         }
     }
 

@@ -1,7 +1,22 @@
-//! Randomized NUMA experiments on a farm: the record each job step leaves
-//! behind ([`record`]). Assigning arms where jobs start and analysing the
-//! records are built on it (docs/experiments.md).
+//! Randomized NUMA experiments on a farm: the site's design ([`design`]),
+//! its secret key ([`key`]), which arm a job gets where it starts
+//! ([`assign`]), and the record each job step leaves
+//! behind ([`record`]): the job's names as its batch system gives them
+//! ([`ids`]), the host's hardware key ([`hardware`]) and the record built
+//! from what its writer measured ([`outcome`]). The analysis of the
+//! records is built on them (docs/experiments.md).
+//!
+//! Nothing here acts: the Slurm plugin and the job wrappers read the
+//! step's cgroup ([`crate::stats::usage`]), place the job
+//! ([`crate::batch`]) and append the line ([`crate::files::append_line`]).
 
+pub mod assign;
+pub mod design;
+pub mod hardware;
+pub mod ids;
+pub mod key;
+pub mod outcome;
 pub mod record;
 
+pub use design::{Arm, ArmKind, Assignment, Design};
 pub use record::{ArmSource, Hardware, Numa, Placement, StepOutcome, Unit, SCHEMA};

@@ -150,6 +150,12 @@ pub struct StepOutcome {
     pub cpu_user_s: Option<f64>,
     /// System CPU time of the step's cgroup (`cpu.stat` `system_usec`), seconds.
     pub cpu_system_s: Option<f64>,
+    /// Where the CPU times come from: `cpu.stat` (the step's cgroup), or
+    /// `rusage` (the step's processes as their parent reaped them, where
+    /// the step has no cgroup of its own); `None` with no CPU times.
+    /// Added within version 1: older lines read as `None`.
+    #[serde(default)]
+    pub cpu_source: Option<String>,
     /// CPUs the step had on this host.
     pub cpus: Option<u32>,
     /// (user + system) / (wall × cpus).
@@ -199,6 +205,7 @@ mod tests {
             wall_s: 2.5,
             cpu_user_s: Some(4.0),
             cpu_system_s: Some(0.5),
+            cpu_source: Some("cpu.stat".into()),
             cpus: Some(2),
             cpu_efficiency: Some(0.9),
             peak_memory_bytes: Some(1 << 20),
@@ -224,6 +231,11 @@ mod tests {
         assert!(line.contains("\"unit\":\"host-period\"") && line.contains("\"arm_source\":\"assigned\""), "{line}");
         let back: StepOutcome = serde_json::from_str(&line).expect("parse");
         assert_eq!(back, r);
+        // A line written before cpu_source existed still reads.
+        let old = line.replace(",\"cpu_source\":\"cpu.stat\"", "");
+        assert_ne!(old, line);
+        let back: StepOutcome = serde_json::from_str(&old).expect("parse an older line");
+        assert_eq!(back.cpu_source, None);
         // a record written before `arms` was added still reads
         let old = line.replace("\"arms\":\"auto:50,none:50\",", "");
         assert!(!old.contains("arms"), "{old}");

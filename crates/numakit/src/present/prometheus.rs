@@ -307,12 +307,37 @@ pub fn daemon(status: &Status, age_s: f64) -> String {
 /// sums are there so a query can compute a job's locality over all its
 /// hosts exactly: `sum by (job_id) (own_local) / sum by (job_id) (own)`.
 pub fn cgroups(s: &CgroupSample) -> String {
+    cgroups_with_arms(s, &|_| None)
+}
+
+/// A job's experiment arm as its families' labels: `experiment` (absent
+/// when none ran), `arm`, `arm_source` (`assigned`, `chosen`, `default`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArmLabels {
+    /// The experiment.
+    pub experiment: Option<String>,
+    /// The arm.
+    pub arm: String,
+    /// How it was set.
+    pub source: String,
+}
+
+/// [`cgroups`], each job's families also labelled with its experiment
+/// arm where `arm` gives one (the exporter reads it from the job ledger).
+pub fn cgroups_with_arms(s: &CgroupSample, arm: &dyn Fn(&JobReport) -> Option<ArmLabels>) -> String {
     let mut out = String::new();
     let o = &mut out;
     let labels = |r: &JobReport| -> Vec<(&'static str, String)> {
         let mut l = vec![("cgroup", r.cgroup.path.clone())];
         if let Some(ids) = &r.slurm {
             l.push(("job_id", ids.job_id.to_string()));
+        }
+        if let Some(a) = arm(r) {
+            if let Some(e) = a.experiment {
+                l.push(("experiment", e));
+            }
+            l.push(("arm", a.arm));
+            l.push(("arm_source", a.source));
         }
         l
     };
@@ -512,8 +537,11 @@ mod tests {
         other.cgroup = CgroupDir { path: "/svc \"q\"".into(), folder: String::new() };
         other.slurm = None;
         other.locality = None;
-        let t =
-            cgroups(&CgroupSample { reports: vec![r, other], dropped: 2, failed: vec![("/x".into(), "bad".into())] });
+        let t = cgroups(&CgroupSample {
+            reports: vec![r.clone(), other.clone()],
+            dropped: 2,
+            failed: vec![("/x".into(), "bad".into())],
+        });
         for want in [
             "numakit_cgroup_memory_bytes{cgroup=\"/s/job_42\",job_id=\"42\",node=\"1\"} 8192\n",
             "numakit_cgroup_own_local_bytes{cgroup=\"/s/job_42\",job_id=\"42\"} 4096\n",
@@ -529,6 +557,21 @@ mod tests {
         assert!(!t.contains("locality_ratio{cgroup=\"/svc"), "{t}");
         assert!(!t.contains("type=\"file\""), "{t}");
         assert_eq!(t.matches("# HELP").count(), t.matches("# TYPE").count());
+        // With the job's experiment arm (from the ledger): the same
+        // families, three labels more, the other job's unchanged.
+        let sample = CgroupSample { reports: vec![r, other], dropped: 0, failed: vec![] };
+        let arm = |x: &JobReport| {
+            x.slurm.as_ref().map(|_| ArmLabels {
+                experiment: Some("q4".into()),
+                arm: "auto".into(),
+                source: "assigned".into(),
+            })
+        };
+        let t = cgroups_with_arms(&sample, &arm);
+        let with = "cgroup=\"/s/job_42\",job_id=\"42\",experiment=\"q4\",arm=\"auto\",arm_source=\"assigned\"";
+        assert!(t.contains(&format!("numakit_cgroup_locality_ratio{{{with}}} 0.5\n")), "{t}");
+        assert!(t.contains(&format!("numakit_cgroup_memory_bytes{{{with},node=\"1\"}} 8192\n")), "{t}");
+        assert!(t.contains("numakit_cgroup_numa_pages_migrated_total{cgroup=\"/svc \\\"q\\\"\"} 3\n"), "{t}");
         let empty = cgroups(&CgroupSample::default());
         assert!(
             !empty.contains("numakit_cgroup_") && empty.contains("numakit_exporter_cgroups_dropped 0\n"),

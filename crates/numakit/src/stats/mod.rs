@@ -2,7 +2,8 @@
 //! per-node memory with huge pages of every size ([`meminfo`]), the
 //! AutoNUMA and migration counters of `/proc/vmstat` ([`vmstat`]), memory
 //! of processes per node and their locality ([`process`]), the same for a
-//! cgroup (a batch job) with its own NUMA counters ([`cgroup`]), node CPU use
+//! cgroup (a batch job) with its own NUMA counters ([`cgroup`]), what a
+//! cgroup used (CPU time, peak memory: [`usage`]), node CPU use
 //! ([`cpu`]), rates between samples ([`rate`]) and the refresh model of
 //! `top` ([`top`]).
 //!
@@ -20,6 +21,7 @@ pub mod process;
 mod proptests;
 pub mod rate;
 pub mod top;
+pub mod usage;
 pub mod vmstat;
 
 use std::time::Duration;

@@ -302,6 +302,17 @@ impl Topology {
         })
     }
 
+    /// [`Topology::read_nodes_only`] with the CPUs and packages (no caches,
+    /// PCI devices, huge pages or HMAT): the machine's shape, read where it
+    /// is read often (each job step's hardware key).
+    pub fn read_shape(sys: &SysRoot) -> Result<Self, SysError> {
+        let mut t = Self::read_nodes_only(sys)?;
+        let cpuset = cpus::read_cpu_sets(sys)?;
+        t.cpus = cpus::read_cpus(sys, &cpuset, &t.nodes)?;
+        t.packages = cpus::packages(&t.cpus);
+        Ok(t)
+    }
+
     /// The node with id `id`.
     pub fn node(&self, id: u32) -> Option<&Node> {
         self.nodes.binary_search_by_key(&id, |n| n.id).ok().map(|i| &self.nodes[i])

@@ -94,6 +94,7 @@ fn a_record_the_library_writes_reads_back() {
         wall_s: 1.0,
         cpu_user_s: None,
         cpu_system_s: None,
+        cpu_source: None,
         cpus: None,
         cpu_efficiency: None,
         peak_memory_bytes: None,

@@ -8,7 +8,7 @@
 //! ```text
 //! nk-slurm [--node NAME] [--task-plugin P] [--proctrack P]
 //!          [--plugstack LINE]... [--conf LINE]... [--cgroup-conf LINE]...
-//!          [--ready-timeout SECS] [--logs] SCRIPT
+//!          [--ready-timeout SECS] [--accounting] [--logs] SCRIPT
 //! ```
 //!
 //! The script runs in the Slurm's work folder (where its jobs' tasks run
@@ -16,6 +16,8 @@
 //! `state/`, ...) and `NK_SLURM_NODE` exported. `{dir}` in a plugstack line
 //! stands for that folder. With `--logs` the daemons' logs' tails follow
 //! the script's stderr. Stderr also gets one line `nk-slurm: ready in S s`.
+//! `--accounting` keeps Slurm's accounting in a slurmdbd with MariaDB
+//! started in the same folder, so that `sacct` answers.
 //! Exit status: the script's; 125 when Slurm did not start (the reason and
 //! the daemons' logs on stderr), 2 for a bad option.
 
@@ -27,7 +29,7 @@ fn usage(msg: &str) -> ! {
     eprintln!("nk-slurm: {msg}");
     eprintln!(
         "usage: nk-slurm [--node NAME] [--task-plugin P] [--proctrack P] [--plugstack LINE]... \
-         [--conf LINE]... [--cgroup-conf LINE]... [--ready-timeout SECS] [--logs] SCRIPT"
+         [--conf LINE]... [--cgroup-conf LINE]... [--ready-timeout SECS] [--accounting] [--logs] SCRIPT"
     );
     std::process::exit(2)
 }
@@ -61,6 +63,7 @@ fn main() {
                 spec.ready_timeout = Duration::from_secs(secs);
             }
             "--logs" => logs = true,
+            "--accounting" => spec.accounting = true,
             s if s.starts_with("--") => usage(&format!("unknown option {s}")),
             _ if script.is_none() => script = Some(a),
             _ => usage(&format!("one script only; also given {a:?}")),

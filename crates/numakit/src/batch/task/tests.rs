@@ -243,6 +243,7 @@ fn the_jobs_other_steps_are_its_own_and_its_sibling_tasks_count() {
             claims: vec![Claim { node: 0, cpus: node0.len() as u32, mem_bytes: 0 }],
             placed_unix: 0,
             job_step: Some(step(7, "batch")),
+            arm: None,
         })
         .unwrap();
     let idle0 = |p: &Prepared<'_>| p.loads.iter().find(|l| l.node == 0).unwrap().idle_cpus.len();

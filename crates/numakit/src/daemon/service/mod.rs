@@ -65,7 +65,13 @@ pub struct Service {
     coexist: Coexistence,
     /// When the state file was last written (monotonic seconds).
     saved_mono_s: Option<f64>,
+    /// An experiment's gate: why this scan only decides and logs (the
+    /// host's `daemon-off` period), given the time; set by the caller.
+    observe_only: Option<ObserveGate>,
 }
+
+/// See [`Service::set_observe_only`].
+pub type ObserveGate = Box<dyn Fn(f64) -> Option<String> + Send>;
 
 /// A start or run-time failure, one line.
 #[derive(Debug, thiserror::Error)]
@@ -139,12 +145,22 @@ impl Service {
             started: unix_now(),
             coexist: Coexistence::Full,
             saved_mono_s: None,
+            observe_only: None,
         };
         s.globals_at_start()?;
         s.repair();
         s.save()?;
         s.write_status();
         Ok(s)
+    }
+
+    /// Sets the experiment's gate: a function of the time (seconds since
+    /// the epoch) that says why the daemon must only decide and log in a
+    /// scan (a `daemon-off` arm), or `None` when it may act as its
+    /// settings say. The daemon's experiment ([`Settings::experiment`]) is
+    /// drawn by the caller, which holds the key.
+    pub fn set_observe_only(&mut self, gate: Option<ObserveGate>) {
+        self.observe_only = gate;
     }
 
     /// Seconds to wait before the next scan.

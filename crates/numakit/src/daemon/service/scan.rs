@@ -32,6 +32,9 @@ impl Service {
         let wall = unix_now();
         self.forget_ended_targets()?;
         self.coexist = self.coexistence();
+        if let Some(why) = self.observe_only.as_ref().and_then(|gate| gate(wall)) {
+            self.coexist = Coexistence::Deferred(why);
+        }
         let managed: ManagedCgroups = self
             .state
             .originals

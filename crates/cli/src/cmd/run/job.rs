@@ -1,0 +1,237 @@
+//! `numakit run --auto` as a batch job's wrapper starts it
+//! (contrib/batch: HTCondor, LSF, PBS), with any of `--experiment`,
+//! `--chosen`, `--default-mode`, `--outcomes`: the job's mode is its own
+//! choice, else the experiment's arm, else the site's default
+//! (`numakit::experiment::assign`, as in Slurm's plugin); this process is
+//! placed with it; and with `--outcomes` numakit stays the job's parent
+//! and appends the job's outcome record (step `job`) when it ends.
+//!
+//! An experiment never fails a job: a bad word, an unreadable key or a
+//! job without a batch system's id is one line on stderr (once per host
+//! and user, through the ledger's note) and the job runs with the default.
+
+use std::path::Path;
+
+use numakit::batch::ledger::{ArmTag, Ledger};
+use numakit::batch::{self, JobMode, TaskInfo};
+use numakit::experiment::assign::{self, Subject};
+use numakit::experiment::ids::{self, JobIds};
+use numakit::experiment::outcome::{step_status, Measured, Step};
+use numakit::experiment::{key, ArmSource, Assignment, Design, Hardware, Numa, Placement, StepOutcome};
+use numakit::place::MemMode;
+use numakit::sets::CpuSet;
+use numakit::stats::cgroup::{CgroupCounters, CgroupDir};
+use numakit::stats::usage::CgroupUsage;
+use numakit::sys::SysRoot;
+use numakit::topo::Topology;
+use numakit::units::unix_now;
+
+use super::super::common::{exec, exit_like, supervise};
+use super::{job_cpus, place_auto, site, Auto};
+use crate::cli::RunArgs;
+use crate::Failure;
+
+/// The file the records go to, in `--outcomes DIR`.
+const OUTCOMES: &str = "numakit-outcomes.jsonl";
+
+/// The longest job ad read (HTCondor's `_CONDOR_JOB_AD`).
+const MAX_AD_BYTES: u64 = 1 << 20;
+
+fn mode(typed: &Option<String>, what: &str) -> Result<Option<JobMode>, Failure> {
+    typed.as_deref().map(|t| JobMode::parse(t).map_err(|e| Failure::usage(format!("{what}: {e}")))).transpose()
+}
+
+fn read_small(path: &str) -> Option<String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).ok()?;
+    let mut s = String::new();
+    f.take(MAX_AD_BYTES).read_to_string(&mut s).ok()?;
+    Some(s)
+}
+
+/// The job's mode and arm, and a note for the log.
+fn assignment(
+    args: &RunArgs,
+    chosen: Option<&JobMode>,
+    default: &JobMode,
+    ids: Option<&JobIds>,
+    host: &str,
+    start_unix: f64,
+) -> (Assignment, Option<String>) {
+    let words: Vec<&str> = args.experiment.as_deref().map(|w| w.split_whitespace().collect()).unwrap_or_default();
+    let design = match Design::from_words(&words) {
+        Ok(d) => d,
+        Err(e) => {
+            let (a, _) = assign::assign(None, Err(String::new()), None, chosen, default, &blank(host, start_unix));
+            return (a, Some(format!("--experiment: {e}: no experiment runs")));
+        }
+    };
+    let Some(ids) = ids.filter(|_| design.is_some()) else {
+        let note = design.as_ref().map(|d| format!("experiment {}: no batch system's job id here", d.name));
+        let (a, _) = assign::assign(None, Err(String::new()), None, chosen, default, &blank(host, start_unix));
+        return (a, note);
+    };
+    let d = design.as_ref();
+    let stop = d.and_then(|d| assign::stopped(d, start_unix, d.stop.as_ref().is_some_and(|p| p.exists())));
+    // The wrappers run as the job's user: the key cannot be private to root.
+    let key = match (d, &stop) {
+        (Some(d), None) => key::read_key(&d.key, false),
+        _ => Err(String::new()),
+    };
+    let subject = Subject { cluster: ids.cluster.as_deref(), job: &ids.job, host, start_unix };
+    assign::assign(d, key.as_deref().map_err(Clone::clone), stop, chosen, default, &subject)
+}
+
+fn blank(host: &str, start_unix: f64) -> Subject<'_> {
+    Subject { cluster: None, job: "", host, start_unix }
+}
+
+fn source_name(s: ArmSource) -> &'static str {
+    match s {
+        ArmSource::Assigned => "assigned",
+        ArmSource::Chosen => "chosen",
+        ArmSource::Default => "default",
+    }
+}
+
+/// This process's cgroup, when it is the job's own (`--job-cgroup`).
+fn own_cgroup(sys: &SysRoot, args: &RunArgs) -> Result<Option<CgroupDir>, Failure> {
+    if !args.job_cgroup {
+        return Ok(None);
+    }
+    match numakit::procs::cgroup::read_path(sys, std::process::id() as i32) {
+        Ok(Some(p)) if p != "/" => Ok(CgroupDir::resolve(sys, &p).ok()),
+        _ => Err(Failure::usage("--job-cgroup: this process is in no cgroup v2 of its own")),
+    }
+}
+
+/// Runs the job: see the module's text.
+pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> anyhow::Result<u8> {
+    let chosen = mode(&args.chosen, "--chosen")?;
+    let default = mode(&args.default_mode, "--default-mode")?.unwrap_or(JobMode::Auto);
+    let cgroup = own_cgroup(sys, args)?;
+    let var = |k: &str| std::env::var(k).ok();
+    let ids = ids::from_env(&var, &read_small);
+    let host = sys.read("proc/sys/kernel/hostname").ok().flatten().unwrap_or_default();
+    let host = host.split('.').next().unwrap_or_default().to_string();
+    let start_unix = unix_now();
+    let ledger = Ledger::new(&args.ledger);
+    let (a, note) = assignment(args, chosen.as_ref(), &default, ids.as_ref(), &host, start_unix);
+    if let Some(n) = note {
+        if ledger.note_once(&n) {
+            eprintln!("numakit: {n}");
+        }
+    }
+    let pid = std::process::id() as i32;
+    let by_cgroup = cgroup.as_ref().map(|c| c.path.clone());
+    // Placed with the arm; an experiment's arm never fails the job.
+    let given = match &a.mode {
+        JobMode::Auto => {
+            let run_unplaced = args.if_no_fit == "run" || a.source == ArmSource::Assigned;
+            match place_auto(sys, topo, args, socket, run_unplaced)? {
+                Auto::Exit(code) => return Ok(code),
+                Auto::Placed(d) => d.plan.and_then(|p| p.memory).map(|m| memory_text(m.mode, &m.nodes.to_list())),
+                Auto::Unplaced => None,
+            }
+        }
+        JobMode::None => None,
+        m => {
+            let (cpus, _) = job_cpus(args, topo)?;
+            let task =
+                TaskInfo { label: "run --auto".into(), cpus, mem_bytes: 0, reserve: CpuSet::new(), job_step: None };
+            match batch::place_task(sys, &site(args, socket, None), m, &task, None) {
+                Ok(p) => p.decision.plan.and_then(|p| p.memory).map(|m| memory_text(m.mode, &m.nodes.to_list())),
+                Err(e) if a.source == ArmSource::Assigned => {
+                    eprintln!("numakit: {e}: the experiment's arm runs unplaced");
+                    None
+                }
+                Err(e) => return Err(Failure::usage(e.to_string()).into()),
+            }
+        }
+    };
+    if a.experiment.is_some() || args.experiment.is_some() {
+        let tag = ArmTag { experiment: a.experiment.clone(), arm: a.arm.clone(), source: source_name(a.source).into() };
+        if let Err(e) = ledger.tag(sys, pid, "run --auto", None, tag) {
+            eprintln!("numakit: {e}");
+        }
+    }
+    // No daemon to keep an assigned `none` job from is the site's affair,
+    // not the job's: said only when the job or the site's default asked.
+    let exclude_none = |pid: i32| {
+        if a.mode == JobMode::None {
+            let w = batch::exclude_from_daemon(socket, pid, by_cgroup.as_deref());
+            if let (Some(w), false) = (w, a.source == ArmSource::Assigned) {
+                eprintln!("numakit: {w}");
+            }
+        }
+    };
+    let Some(dir) = &args.outcomes else {
+        exclude_none(pid);
+        return exec(&args.command);
+    };
+    let placement = Placement {
+        mode: a.mode.to_string(),
+        cpus: numakit::act::get_affinity(numakit::act::Pid::SELF).ok().map(|c| c.to_list()),
+        memory: Some(given.unwrap_or_else(|| "unchanged".into())),
+    };
+    let counters0 = cgroup.as_ref().and_then(|c| CgroupCounters::read(sys, c).ok());
+    let usage0 = cgroup.as_ref().and_then(|c| CgroupUsage::read(sys, c).ok().flatten());
+    let ended = supervise(&args.command, exclude_none)?;
+    let end_unix = unix_now();
+    let usage = cgroup.as_ref().and_then(|c| CgroupUsage::read(sys, c).ok().flatten());
+    // The job's cgroup over the job's life; else what the job and the
+    // processes it waited for used, as wait4 says.
+    let cpu = match (usage0.and_then(|u| u.cpu), usage.and_then(|u| u.cpu)) {
+        (Some(s), Some(e)) => (
+            e.user_usec.saturating_sub(s.user_usec) as f64 * 1e-6,
+            e.system_usec.saturating_sub(s.system_usec) as f64 * 1e-6,
+            "cpu.stat",
+        ),
+        _ => (ended.cpu.0, ended.cpu.1, "rusage"),
+    };
+    let numa = match (&cgroup, counters0) {
+        (Some(c), Some(start)) => CgroupCounters::read(sys, c).ok().map(|end| Numa {
+            locality: None,
+            node_bytes: Vec::new(),
+            counters_delta: end.delta(&start),
+        }),
+        _ => None,
+    };
+    match (ids, Hardware::read(sys)) {
+        (Some(ids), Ok(hardware)) => {
+            // The cluster the arm was drawn for: the experiment's cluster= first.
+            let ids = JobIds { cluster: cluster_of(args).or(ids.cluster.clone()), ..ids };
+            let measured = Measured {
+                start_unix,
+                end_unix,
+                cpu: Some(cpu),
+                cpus: job_cpus(args, topo).ok().map(|c| c.0),
+                peak_memory_bytes: usage.and_then(|u| u.peak_bytes),
+                status: step_status(&[ended.status]),
+            };
+            let step = Step { step: "job", host: &host, placement, measured, numa };
+            let record = StepOutcome::new(&ids, &a, step, hardware);
+            if let Err(e) = numakit::files::append_line(&dir.join(OUTCOMES), &record.to_line()) {
+                eprintln!("numakit: outcome to {}: {e}", dir.join(OUTCOMES).display());
+            }
+        }
+        (None, _) => eprintln!("numakit: --outcomes: no batch system's job id here: no outcome record"),
+        (_, Err(e)) => eprintln!("numakit: --outcomes: the host's hardware: {e}"),
+    }
+    Ok(exit_like(ended.status))
+}
+
+/// The experiment's `cluster=`, where the batch system names none.
+fn cluster_of(args: &RunArgs) -> Option<String> {
+    let words: Vec<&str> = args.experiment.as_deref()?.split_whitespace().collect();
+    Design::from_words(&words).ok().flatten().and_then(|d| d.cluster)
+}
+
+/// `bind 0`, `interleave 0-1`, `local`: a memory policy as the record says it.
+fn memory_text(mode: MemMode, nodes: &str) -> String {
+    if mode == MemMode::Local {
+        "local".into()
+    } else {
+        format!("{} {nodes}", mode.name())
+    }
+}
