@@ -101,8 +101,7 @@ fn workload(words: &[OsString]) -> Option<String> {
 fn experiment(args: &CompareArgs) -> Result<Experiment, Failure> {
     let file = match &args.experiment {
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| Failure::system(format!("cannot read {}: {e}", p.display())))?;
+            let text = numakit::files::read_named_text(p).map_err(|e| Failure::system(format!("--experiment {e}")))?;
             ExperimentFile::parse(&text).map_err(|e| Failure::usage(format!("{}: {e}", p.display())))?
         }
         None => ExperimentFile::default(),

@@ -71,8 +71,7 @@ pub fn socket_path(socket: Option<&PathBuf>, config: Option<&PathBuf>) -> Result
         return Ok(s.clone());
     }
     if let Some(c) = config {
-        let text = std::fs::read_to_string(c)
-            .map_err(|e| Failure::usage(format!("cannot read --config {}: {e}", c.display())))?;
+        let text = numakit::files::read_named_text(c).map_err(|e| Failure::usage(format!("--config {e}")))?;
         let s = Settings::from_toml(&text, &c.display().to_string()).map_err(|e| Failure::usage(e.to_string()))?;
         return Ok(s.socket);
     }

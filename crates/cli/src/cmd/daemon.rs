@@ -62,8 +62,7 @@ fn install_signals() {
 pub fn load_settings(config: Option<&Path>, interval: Option<&str>) -> Result<Settings, Failure> {
     let mut s = match config {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| Failure::usage(format!("cannot read --config {}: {e}", p.display())))?;
+            let text = numakit::files::read_named_text(p).map_err(|e| Failure::usage(format!("--config {e}")))?;
             Settings::from_toml(&text, &p.display().to_string()).map_err(|e| Failure::usage(e.to_string()))?
         }
         None => Settings::default(),

@@ -106,7 +106,7 @@ fn job_cpus(args: &RunArgs, topo: &Topology) -> Result<(u32, String), Failure> {
     }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string());
     let var = |k: &str| std::env::var(k).ok();
-    let file = |p: &str| std::fs::read_to_string(p).ok();
+    let file = |p: &str| numakit::files::read_named_text(std::path::Path::new(p)).ok();
     if let Some(found) = batch::env::cpus_from_env(&var, &file, host.as_deref()) {
         return Ok(found);
     }

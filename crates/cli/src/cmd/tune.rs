@@ -314,7 +314,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
         None => None,
         Some(path) => {
             let bad = |why: String| failure(TuneError::Baseline { path: path.to_path_buf(), why });
-            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+            let text = numakit::files::read_named_text(path).map_err(|e| bad(e.why.to_string()))?;
             Some(check::Baseline::parse(&text).map_err(bad)?)
         }
     };

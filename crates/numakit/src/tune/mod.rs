@@ -110,7 +110,7 @@ pub enum TuneError {
         euid: u32,
     },
     /// The state file cannot be read, parsed, written or locked.
-    #[error("state file {}: {why}", path.display())]
+    #[error("state file {}: {why}", crate::text::path(path))]
     State {
         /// The state file.
         path: PathBuf,
@@ -121,7 +121,7 @@ pub enum TuneError {
     #[error("{0}")]
     Write(Box<WriteFailure>),
     /// A revert that could not restore everything (the state file is kept).
-    #[error("revert incomplete, state file {} kept: {}", path.display(), failures.join("; "))]
+    #[error("revert incomplete, state file {} kept: {}", crate::text::path(path), failures.join("; "))]
     Revert {
         /// The state file.
         path: PathBuf,
@@ -129,7 +129,7 @@ pub enum TuneError {
         failures: Vec<String>,
     },
     /// A baseline file that cannot be read, parsed or written.
-    #[error("baseline {}: {why}", path.display())]
+    #[error("baseline {}: {why}", crate::text::path(path))]
     Baseline {
         /// The file.
         path: PathBuf,
@@ -140,7 +140,11 @@ pub enum TuneError {
 
 /// A write the kernel refused during an apply, and what was rolled back.
 #[derive(Debug, thiserror::Error)]
-#[error("{knob}: cannot write {value} to {}: {error}; {}", path.display(), rollback_text(rolled_back, rollback_failed))]
+#[error(
+    "{knob}: cannot write {value} to {}: {error}; {}",
+    crate::text::path(path),
+    rollback_text(rolled_back, rollback_failed)
+)]
 pub struct WriteFailure {
     /// Canonical knob name.
     pub knob: String,

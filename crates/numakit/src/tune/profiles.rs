@@ -138,8 +138,8 @@ fn one_line(s: &str) -> String {
 /// Reads the profile file `path`.
 pub fn load_file(path: &Path) -> Result<Profile, TuneError> {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| TuneError::Profile { name: path.display().to_string(), why: format!("cannot read it: {e}") })?;
+    let text = crate::files::read_named_text(path)
+        .map_err(|e| TuneError::Profile { name: crate::text::path(path), why: e.why.to_string() })?;
     parse(&name, &text, Some(path.to_path_buf()))
 }
 

@@ -11,7 +11,6 @@
 //! kernel knob.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -120,10 +119,10 @@ impl State {
 
     /// Reads the state file; `Ok(None)` when there is none.
     pub fn load(path: &Path) -> Result<Option<State>, TuneError> {
-        let text = match fs::read_to_string(path) {
+        let text = match files::read_named_text(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(state_error(path, format!("cannot read it: {e}"))),
+            Err(e) if e.is_missing() => return Ok(None),
+            Err(e) => return Err(state_error(path, e.why.to_string())),
         };
         let state: State = serde_json::from_str(&text)
             .map_err(|e| state_error(path, format!("not a numakit state file ({e}); fix or remove it")))?;

@@ -86,9 +86,9 @@ impl Service {
         let Some(path) = self.config_path.clone() else {
             return Response::err("the daemon was started without --config: nothing to reload");
         };
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::files::read_named_text(&path) {
             Ok(t) => t,
-            Err(e) => return Response::err(format!("{}: {e}", path.display())),
+            Err(e) => return Response::err(e.to_string()),
         };
         let new = match Settings::from_toml(&text, &path.display().to_string()) {
             Ok(s) => s,
