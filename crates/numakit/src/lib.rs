@@ -3,7 +3,9 @@
 //! The layers, each in its own module (see ARCHITECTURE.md):
 //!
 //! * [`units`]: sizes, bytes and times as people type and read them;
-//! * [`files`]: numakit's own state files, replaced durably;
+//! * [`files`]: numakit's own state files, replaced durably, and files a
+//!   user names, read with bounds;
+//! * [`beneath`]: paths opened below a root without leaving it;
 //! * [`text`]: outside text made safe for a one-line message;
 //! * [`sys`]: the one root-relative reader of `/sys` and `/proc`;
 //! * [`sets`]: CPU and node sets and their syntaxes;
@@ -57,6 +59,7 @@ pub mod act;
 pub mod batch;
 #[cfg(feature = "measure")]
 pub mod bench;
+pub mod beneath;
 #[cfg(feature = "measure")]
 pub mod compare;
 pub mod daemon;

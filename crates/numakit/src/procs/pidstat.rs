@@ -127,7 +127,7 @@ pub fn thread_cpus(sys: &SysRoot, stat: &ProcStat) -> Result<Vec<u32>, SysError>
 /// Owner (uid) of `/proc/PID`: the process's effective user; `None` if gone.
 pub fn owner_uid(sys: &SysRoot, pid: i32) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(sys.path(format!("proc/{pid}"))).ok().map(|m| m.uid())
+    sys.metadata(format!("proc/{pid}")).map(|m| m.uid())
 }
 
 /// `/proc/PID/cmdline` with NULs as spaces; `Ok(None)` if gone.

@@ -421,7 +421,7 @@ fn c_strtol(s: &str) -> (i64, &str) {
 /// The `Name:` of `/proc/PID/status` as numastat shows it (blanks after
 /// the colon skipped); `None` if the process is gone or unreadable.
 pub fn status_name(sys: &SysRoot, pid: i32) -> Option<String> {
-    let text = std::fs::read(sys.path(format!("proc/{pid}/status"))).ok()?;
+    let text = sys.read_bytes(format!("proc/{pid}/status")).ok()??;
     let text = String::from_utf8_lossy(&text);
     text.lines().find_map(|l| l.strip_prefix("Name:")).map(|v| v.trim_start().to_string())
 }
@@ -434,7 +434,7 @@ pub fn numastat_find(sys: &SysRoot, pattern: &str, own: i32) -> Result<Vec<i32>,
     let mut found = Vec::new();
     for pid in procs::list_pids(sys)? {
         let mut buf: Vec<u8> = status_name(sys, pid).unwrap_or_default().into_bytes();
-        if let Ok(cmdline) = std::fs::read(sys.path(format!("proc/{pid}/cmdline"))) {
+        if let Ok(Some(cmdline)) = sys.read_bytes(format!("proc/{pid}/cmdline")) {
             buf.push(b' ');
             buf.extend(cmdline.iter().map(|&b| if b == 0 { b' ' } else { b }));
             buf.truncate(2047);
