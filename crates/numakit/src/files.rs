@@ -243,9 +243,21 @@ impl FileLock {
     pub fn try_acquire(path: &Path) -> io::Result<Option<FileLock>> {
         fs::create_dir_all(folder(path))?;
         // A lock file another user created (in a shared folder such as the
-        // job ledger's) opens read-only: `flock` needs no write access.
-        let file = match OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(path) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => File::open(path)?,
+        // job ledger's) opens read-only: `flock` needs no write access. A
+        // link there is refused (O_NOFOLLOW: ELOOP), so the lock creates
+        // or opens no file elsewhere.
+        let nofollow = libc::O_NOFOLLOW;
+        let file = match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(nofollow)
+            .open(path)
+        {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                OpenOptions::new().read(true).custom_flags(nofollow).open(path)?
+            }
             r => r?,
         };
         // SAFETY: flock on a descriptor this function owns; no memory is passed.

@@ -187,6 +187,31 @@ impl TuneError {
     }
 }
 
+/// The state file: `given` (`--state`, `NUMAKIT_TUNE_STATE`), else
+/// [`DEFAULT_STATE`] below the root. With `make`, the default's folders are
+/// made; below a dump they are made beneath its root following no link
+/// ([`crate::beneath::make_dirs`]), so that a dump whose `var/lib` is a link
+/// cannot have the state file written elsewhere (refused, nothing written).
+pub fn state_path(sys: &SysRoot, given: Option<&std::path::Path>, make: bool) -> Result<PathBuf, TuneError> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    let path = sys.path(DEFAULT_STATE);
+    let folder = std::path::Path::new(DEFAULT_STATE).parent().unwrap_or(std::path::Path::new(""));
+    if make && !sys.is_live() {
+        let made = crate::beneath::open_root(sys.root())
+            .and_then(|root| crate::beneath::make_dirs(std::os::fd::AsFd::as_fd(&root), folder));
+        if let Err(e) = made {
+            let why = match e.raw_os_error() {
+                Some(libc::ELOOP) => format!("its folder {} is reached through a symbolic link", folder.display()),
+                _ => format!("cannot make its folder {}: {e}", folder.display()),
+            };
+            return Err(TuneError::State { path, why: format!("{why}; nothing was written (give --state FILE)") });
+        }
+    }
+    Ok(path)
+}
+
 /// Fails unless the caller may change `sys`: on the live root (`/`) the
 /// effective user must be root; a fake root (`--sysroot DIR`) is not
 /// checked, so tests run as any user.
