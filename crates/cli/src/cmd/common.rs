@@ -99,7 +99,8 @@ pub fn exec(command: &[OsString]) -> anyhow::Result<u8> {
     };
     let err = std::process::Command::new(prog).args(rest).exec();
     let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-    Err(Failure { code, message: format!("cannot run {}: {err}", prog.to_string_lossy()) }.into())
+    Err(Failure { code, message: format!("cannot run {}: {err}", numakit::text::quote(&prog.to_string_lossy())) }
+        .into())
 }
 
 /// A command line as a shell would need it typed.

@@ -130,6 +130,11 @@ impl CgroupDir {
         if path.split('/').any(|c| c == "." || c == "..") || path.contains('\0') || path.contains("//") {
             return Err(invalid("it may not hold empty, . or .. components"));
         }
+        // What no file system holds: a name above NAME_MAX, a path above
+        // PATH_MAX (the kernel would refuse it as too long).
+        if path.split('/').any(|c| c.len() > 255) || path.len() >= 4096 {
+            return Err(invalid("a cgroup's names are at most 255 bytes each, its path under 4096 bytes"));
+        }
         let candidates: Vec<String> = if path == "/sys/fs/cgroup" || path.starts_with("/sys/fs/cgroup/") {
             vec![path[1..].to_string()]
         } else {
@@ -802,6 +807,12 @@ mod tests {
         }
         let e = CgroupDir::resolve(&sys, "/x\n\x1b[31m").unwrap_err().to_string();
         assert!(!e.contains('\n') && !e.contains('\x1b'), "{e}");
+        // A path no file system holds: refused as typed, cut like any value.
+        for long in [format!("/{}", "a".repeat(5000)), format!("/{}/b", "a".repeat(256)), "/a".repeat(2048)] {
+            let e = CgroupDir::resolve(&sys, &long).unwrap_err();
+            assert!(matches!(e, CgroupError::Invalid { .. }), "{e}");
+            assert!(e.to_string().len() < 300 && e.to_string().contains("characters)"), "{e}");
+        }
     }
 
     #[test]
