@@ -331,7 +331,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
     };
     print(&if json { render::check_json(&findings, ctx) } else { render::check_text(&findings, ctx) })?;
     if let Some(path) = save {
-        eprintln!("numakit: baseline saved in {}", path.display());
+        eprintln!("numakit: baseline saved in {}", numakit::text::path(path));
     }
     Ok(if diffs.is_empty() { 0 } else { 1 })
 }

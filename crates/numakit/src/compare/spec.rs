@@ -230,7 +230,8 @@ impl Experiment {
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::one_line(&collapsed, 4 * crate::text::QUOTE_MAX_CHARS)
 }
 
 /// The TOML experiment file (`numakit compare --experiment FILE`). Every

@@ -127,12 +127,13 @@ pub fn parse(name: &str, text: &str, file: Option<PathBuf>) -> Result<Profile, T
 }
 
 fn file_or_name(name: &str, file: Option<&Path>) -> String {
-    file.map_or_else(|| name.to_string(), |f| f.display().to_string())
+    file.map_or_else(|| name.to_string(), crate::text::path)
 }
 
 /// TOML errors span lines; a message is one line.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::one_line(&collapsed, 4 * crate::text::QUOTE_MAX_CHARS)
 }
 
 /// Reads the profile file `path`.
