@@ -13,8 +13,10 @@
 # hits both alike. Each round's figure is STREAM's best rate over REPS
 # repetitions (bandwidth) or the median of 5 repetitions (latency); the
 # median round of each side is compared (on a shared, noisy machine the
-# single best round is one lucky moment; it is printed too). Prints a
-# Markdown table for docs/bench.md and exits 1 if a bound is missed.
+# single best round is one lucky moment). Prints the section for
+# docs/bench.md (conditions, the spread of single rounds, the table) on
+# stdout, every round, the best ones and the load average on stderr, and
+# exits 1 if a bound is missed.
 #
 #   bench/accuracy.sh            # needs: gcc (build-essential), libgomp1
 #   ROUNDS=5 REPS=20 bench/accuracy.sh
@@ -131,6 +133,8 @@ gcc -O2 -o "$work/chase" "$work/chase.c"
 LAT_MEM_RD=$(command -v lat_mem_rd || ls /usr/lib/lmbench/bin/*/lat_mem_rd 2>/dev/null | head -1 || true)
 
 best() { sort -g | tail -1; }
+lowest() { sort -g | head -1; }
+range() { printf '%.2f–%.2f' "$(printf '%s\n' "$@" | lowest)" "$(printf '%s\n' "$@" | best)"; }
 middle() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 jq_triad() { python3 -c 'import json,sys; print(max(r["best_gbps"] for r in json.load(sys.stdin)["results"] if r["kernel"]=="triad"))'; }
 jq_lat() { python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["ns"])'; }
@@ -168,12 +172,19 @@ row() { # name, numakit, reference, unit, check (python expr on ratio r)
   [ "$ok" = yes ] || fail=1
   printf '| %s | %s %s | %s %s | %s | %s |\n' "$1" "$2" "$4" "$3" "$4" "$(python3 -c "print(f'{$2/$3*100:.1f}%')")" "$ok"
 }
-echo "## bench/accuracy.sh on $(hostname) — $(nproc) CPUs, $(grep -c processor /proc/cpuinfo) threads, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(ls -d /sys/devices/system/node/node* | wc -l) node(s)"
+# For whoever runs it, on stderr: the machine's load and every round.
+{
+  echo "load average before: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  printf 'best single rounds: triad 1 thread numakit %.2f vs C %.2f GB/s; all threads numakit %.2f vs C %.2f GB/s\n' "$N1B" "$C1B" "$NAB" "$CAB"
+  echo "rounds: C triad 1 thread ${c1[*]}; numakit ${n1[*]}; C triad all ${cA[*]}; numakit ${nA[*]}; C chase ${cl[*]}; numakit ${nl[*]}${lm:+; lat_mem_rd ${lm[*]}}"
+} >&2
+# For docs/bench.md, on stdout: the conditions as a user would rerun them,
+# the spread of single rounds and the table.
+echo "### \`ROUNDS=$ROUNDS REPS=$REPS bench/accuracy.sh\` on $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(ls -d /sys/devices/system/node/node* | wc -l) node(s)"
 echo
-echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); kernel $(uname -r); gcc $(gcc -dumpversion)."
-echo "Array $((ARRAY >> 20)) MiB (4 x LLC $((llc >> 10)) KiB), $REPS repetitions per round (best rate), median of $ROUNDS alternating rounds; latency buffer $LAT_SIZE_MB MiB, reference: $REF_NAME; load average before: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
-printf 'Best single rounds: triad 1 thread numakit %.2f vs C %.2f GB/s; all threads numakit %.2f vs C %.2f GB/s.\n' "$N1B" "$C1B" "$NAB" "$CAB"
-echo; echo "Rounds: C triad 1 thread ${c1[*]}; numakit ${n1[*]}; C triad all ${cA[*]}; numakit ${nA[*]}; C chase ${cl[*]}; numakit ${nl[*]}${lm:+; lat_mem_rd ${lm[*]}}"
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); Linux $(uname -r | cut -d. -f1-2); gcc $(gcc -dumpversion)."
+echo "Arrays of $((ARRAY >> 20)) MiB (4 × the last-level cache, $((llc >> 10)) KiB), $REPS repetitions per round (best rate), median of $ROUNDS alternating rounds; latency buffer $LAT_SIZE_MB MiB, reference: $REF_NAME."
+echo "Single rounds ranged: triad 1 thread numakit $(range "${n1[@]}"), C $(range "${c1[@]}") GB/s; all threads numakit $(range "${nA[@]}"), C $(range "${cA[@]}") GB/s; latency numakit $(range "${nl[@]}"), C $(range "${cl[@]}") ns."
 echo
 echo "| measurement | numakit | reference | numakit / reference | within bound |"
 echo "|---|---|---|---|---|"

@@ -24,6 +24,32 @@ pub struct Global {
     pub sysroot: Option<PathBuf>,
 }
 
+/// `--json`, the same flag in every command that prints JSON (each
+/// command's help says what its document holds).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct JsonOut {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--socket`, the running daemon's control socket, in every command that
+/// talks to it.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SocketArg {
+    /// The daemon's control socket [default: the `socket` of the daemon's configuration (`ctl
+    /// --config FILE`), else /run/numakit/daemon.sock].
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+/// Seconds as interval flags take them: a number (`0.5`, `2`) or a
+/// duration (`500ms`, `2s`, `1m`), read by the library's one duration
+/// parser ([`numakit::units::parse_seconds`]).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    numakit::units::parse_seconds(text)
+}
+
 impl Cli {
     /// The command tree with only the subcommand `name`, for the launch
     /// paths that must start fast (building all of it costs about as much
@@ -66,7 +92,7 @@ impl Cli {
             pids: Vec::new(),
             cgroup: None,
             since: None,
-            json: false,
+            format: JsonOut::default(),
             interval: None,
             count: None,
         };
@@ -96,6 +122,8 @@ impl Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the machine: nodes, CPUs, memory, distances, caches, devices.
+    ///
+    /// With --json, the model as JSON (schema: docs/topo-json.md).
     Topo(TopoArgs),
     /// Run a command with a CPU and memory placement (numactl's options).
     Run(RunArgs),
@@ -106,6 +134,8 @@ pub enum Command {
     /// Move a running process's memory to other nodes.
     Migrate(MigrateArgs),
     /// Per-node and per-process NUMA statistics (numastat and more).
+    ///
+    /// With --json, one JSON document (one object per line with --interval and --cgroup).
     Stat(crate::cmd::stat::StatArgs),
     /// A live terminal view of nodes and processes.
     Top(crate::cmd::top::TopArgs),
@@ -116,17 +146,27 @@ pub enum Command {
     /// Device interrupts: where each IRQ is served, seen from its device's node.
     Irq(IrqArgs),
     /// Measure memory bandwidth and latency between nodes.
+    ///
+    /// With --json, the results as JSON (schema: docs/bench.md).
     Bench(crate::cmd::bench::BenchArgs),
     /// Run a workload under several configurations and compare, with statistics.
+    ///
+    /// With --json, the results as JSON (the format --save writes).
     Compare(crate::cmd::compare::CompareArgs),
     /// Automatic placement: move processes and memory where they run best, and do no harm.
     Daemon(crate::cmd::daemon::DaemonArgs),
     /// Talk to a running daemon: status, exclude, include, forget, reload, decisions.
+    ///
+    /// With --json, the daemon's answer as JSON.
     Ctl(crate::cmd::ctl::CtlArgs),
     /// Where a job of N CPUs and SIZE memory should run now (from the daemon's view if it runs).
     Advise(crate::cmd::advise::AdviseArgs),
     /// Simulate placement policies (numakit, numad, AutoNUMA, ...) on NUMA farms.
+    ///
+    /// With --json, the report as JSON.
     Simulate(crate::cmd::simulate::SimulateArgs),
+    /// Does placement pay here? Analyse the step outcome records of NUMA experiments.
+    Report(crate::cmd::report::ReportArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Numactl {
@@ -147,11 +187,10 @@ pub struct TopoArgs {
     /// Print exactly what `numactl --hardware` prints.
     #[arg(long, short = 'H', conflicts_with_all = ["json", "svg"])]
     pub hardware: bool,
-    /// Print the model as JSON (schema: docs/topo-json.md).
-    #[arg(long, conflicts_with = "svg")]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: JsonOut,
     /// Write a picture of the machine to FILE ("-" for standard output).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "json")]
     pub svg: Option<PathBuf>,
 }
 
@@ -166,6 +205,8 @@ pub struct IrqArgs {
 #[derive(Debug, Subcommand)]
 pub enum IrqAction {
     /// Every device's IRQs: device, its node, affinity, effective affinity, counts per node, off-node flag.
+    ///
+    /// With --json, the table as JSON (schema: docs/irq.md).
     Show {
         /// Also count over this long (90, 2s, 500ms) and show interrupts per second per node.
         #[arg(long, value_name = "DURATION")]
@@ -173,9 +214,8 @@ pub enum IrqAction {
         /// Also IRQs that belong to no known device (timer, ACPI, ...).
         #[arg(long)]
         all: bool,
-        /// Print JSON (schema: docs/irq.md).
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: JsonOut,
     },
 }
 
@@ -248,9 +288,9 @@ pub struct RunArgs {
     /// by its cgroup and so with every process it starts (for a batch job in its own cgroup).
     #[arg(long, value_name = "BY", num_args = 0..=1, default_missing_value = "pid", value_parser = ["pid", "cgroup"])]
     pub exclude_from_daemon: Option<String>,
-    /// The daemon's control socket (for --auto's view of the load and --exclude-from-daemon).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// For --auto's view of the load and --exclude-from-daemon.
+    #[command(flatten)]
+    pub daemon: SocketArg,
     /// Print the decision and the equivalent numactl command; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -264,9 +304,8 @@ pub struct RunArgs {
 pub struct ShowArgs {
     /// The process (default: numakit itself, like `numactl --show`).
     pub pid: Option<i32>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: JsonOut,
 }
 
 /// `numakit pin`. Takes taskset's two forms: a CPU list (`pin -c 0-2,5 PID`,
@@ -286,9 +325,8 @@ pub struct PinArgs {
     /// The CPUs of these nodes (numactl syntax).
     #[arg(long, value_name = "NODES")]
     pub nodes: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: JsonOut,
 }
 
 /// `numakit migrate`.
@@ -311,7 +349,60 @@ pub struct MigrateArgs {
     /// Print what would move; move nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: JsonOut,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+
+    fn walk(cmd: &clap::Command, path: &str, out: &mut BTreeMap<String, BTreeSet<String>>, at: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            if let Some(long) = a.get_long().filter(|l| ["json", "socket"].contains(l)) {
+                out.entry(long.to_string())
+                    .or_default()
+                    .insert(a.get_help().map(|h| h.to_string()).unwrap_or_default());
+                at.push(format!("{path} --{long}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), out, at);
+        }
+    }
+
+    /// `--json` and `--socket` are one definition each: the same help
+    /// wherever they appear.
+    #[test]
+    fn shared_flags_have_one_help() {
+        let (mut helps, mut at) = (BTreeMap::new(), Vec::new());
+        walk(&Cli::command(), "numakit", &mut helps, &mut at);
+        assert!(at.iter().filter(|a| a.ends_with("--json")).count() >= 14, "{at:?}");
+        assert!(at.iter().filter(|a| a.ends_with("--socket")).count() >= 3, "{at:?}");
+        for (flag, texts) in helps {
+            assert_eq!(texts.len(), 1, "--{flag} has several help texts: {texts:?}");
+        }
+    }
+
+    /// Interval flags read durations with the library's parser: a plain
+    /// number as before, and a unit too.
+    #[test]
+    fn intervals_take_durations() {
+        let parse = |line: &str| {
+            let argv: Vec<&str> = std::iter::once("numakit").chain(line.split(' ')).collect();
+            Cli::command().try_get_matches_from(argv).and_then(|m| Cli::from_arg_matches(&m))
+        };
+        for (line, want) in [("stat --interval 0.5", 0.5), ("stat --interval 500ms", 0.5), ("stat --interval +2", 2.0)]
+        {
+            let Ok(Cli { command: Command::Stat(s), .. }) = parse(line) else { panic!("{line}") };
+            assert_eq!(s.interval, Some(want), "{line}");
+        }
+        let Ok(Cli { command: Command::Top(t), .. }) = parse("top --interval 1m") else { panic!("top") };
+        assert_eq!(t.interval, 60.0);
+        assert!(parse("stat --interval soon").is_err());
+    }
 }

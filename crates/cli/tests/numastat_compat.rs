@@ -2,11 +2,14 @@
 //! built binary) against the real tools of Debian's numactl 2.0.16, run
 //! with the same argv[0] and arguments:
 //!
-//! * numastat, live: every option and a set of combinations, with
-//!   `NUMASTAT_WIDTH` unset and set (also to values C's `atoi` reads
-//!   partly); exit code and stderr equal, stdout equal once digits are
-//!   masked (length kept: free memory moves between runs), against one of
-//!   two numastat runs around ours; process tables of a quiet child exact;
+//! * numastat on this machine: every option and a set of combinations,
+//!   with `NUMASTAT_WIDTH` unset and set (also to values C's `atoi` reads
+//!   partly), both tools in a private mount namespace where a frozen copy
+//!   of this machine's `/sys/devices/system/node` lies over the live one
+//!   (counters and free memory move between two runs; the copy does not):
+//!   stdout, stderr and exit code byte for byte. The process tables read
+//!   the live `numa_maps` of quiet children, which the page cache can
+//!   still change: ours must equal one of two real runs around it;
 //! * numastat on frozen multi-node counters (the real-machine dumps,
 //!   bind-mounted over `/sys/devices/system/node` in a private mount
 //!   namespace): `-n`, `-c`, `-z`, `-s`, `-sNODE` and mixes at several
@@ -56,18 +59,30 @@ fn run_as(program: &Path, name: &str, args: &[&str], width: Option<&str>) -> Out
     c.stdin(Stdio::null()).output().expect("run")
 }
 
-/// Digits masked, lengths kept: what moves between two runs.
-fn mask(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect()
+/// A frozen copy of this machine's node folder, for [`on_frozen`].
+fn frozen() -> Option<(tempfile::TempDir, PathBuf)> {
+    let d = tempfile::tempdir().expect("tmp");
+    let node_dir = common::freeze_node_dir(d.path());
+    if common::run_on_node_dir(&node_dir, Path::new("/bin/true"), "true", &[], &[]).is_none() {
+        skip_or_fail("cannot bind-mount in a private mount namespace (needs root)");
+        return None;
+    }
+    Some((d, node_dir))
+}
+
+/// `program` as argv[0] `name` on the frozen node folder `node_dir`.
+fn on_frozen(node_dir: &Path, program: &Path, name: &str, args: &[&str], width: Option<&str>) -> Output {
+    let env: Vec<(&str, &str)> = width.map(|w| ("NUMASTAT_WIDTH", w)).into_iter().collect();
+    common::run_on_node_dir(node_dir, program, name, args, &env).expect("the namespace worked a moment ago")
 }
 
 /// Runs the real numastat with `theirs`, then `ours`, then the real one
 /// again, until `same` holds for ours and one of the two real runs around
-/// it; several tries, as a row can turn non-zero between runs, and with
-/// `-s` two rows of close sizes (55 and 56 MB) can swap places while the
-/// machine is busy (4 tries were not enough for `-m -s` beside a build).
+/// it: what a process table shows can change between runs (page cache).
+/// On a frozen node folder nothing else moves, so a few tries are plenty.
 /// Err: the last try, both sides.
 fn around_real(
+    node_dir: &Path,
     theirs: &[&str],
     width: Option<&str>,
     ours: impl Fn() -> Output,
@@ -75,10 +90,10 @@ fn around_real(
 ) -> Result<(), String> {
     let real = Path::new("/usr/bin/numastat");
     let mut why = String::new();
-    for _ in 0..16 {
-        let a = run_as(real, "numastat", theirs, width);
+    for _ in 0..4 {
+        let a = on_frozen(node_dir, real, "numastat", theirs, width);
         let o = ours();
-        let b = run_as(real, "numastat", theirs, width);
+        let b = on_frozen(node_dir, real, "numastat", theirs, width);
         if same(&a, &o) || same(&b, &o) {
             return Ok(());
         }
@@ -95,24 +110,25 @@ fn around_real(
     Err(why)
 }
 
-/// numakit invoked as numastat (`ours_prog`) equals one of two real runs
-/// around it ([`around_real`]): masked stdout, stderr and exit code exact.
-fn compare_live(ours_prog: &Path, args: &[&str], width: Option<&str>) -> Result<(), String> {
-    around_real(
-        args,
-        width,
-        || run_as(ours_prog, "numastat", args, width),
-        |r, o| r.status.code() == o.status.code() && r.stderr == o.stderr && mask(&r.stdout) == mask(&o.stdout),
-    )
+/// Stdout, stderr and exit code byte for byte.
+fn exact(r: &Output, o: &Output) -> bool {
+    r.status.code() == o.status.code() && r.stderr == o.stderr && r.stdout == o.stdout
+}
+
+/// numakit invoked as numastat (`ours_prog`) on the frozen node folder
+/// equals one of two real runs around it ([`around_real`]), byte for byte.
+fn compare_frozen(node_dir: &Path, ours_prog: &Path, args: &[&str], width: Option<&str>) -> Result<(), String> {
+    around_real(node_dir, args, width, || on_frozen(node_dir, ours_prog, "numastat", args, width), exact)
 }
 
 #[test]
-fn numastat_options_and_combinations_live() {
+fn numastat_options_and_combinations_on_this_machine() {
     if !have("numastat") {
         return;
     }
     let (_d, dir) = links();
     let ours = dir.join("numastat");
+    let Some((_f, node_dir)) = frozen() else { return };
     let (a, b) = (Sleeper::start("301.25"), Sleeper::start("302.25"));
     let (pa, pb) = (a.pid(), b.pid());
     let table: Vec<Vec<&str>> = vec![
@@ -138,7 +154,7 @@ fn numastat_options_and_combinations_live() {
         vec!["-s0", "-v", &pa, &pb],
         vec!["301.25"],
         vec!["-p", "302.25", "-n"],
-        vec!["sleep 30"],
+        vec!["sleep 302.2"],
         vec!["-m", "-n"],
         vec!["-cm"],
         vec!["-zm"],
@@ -173,7 +189,7 @@ fn numastat_options_and_combinations_live() {
     for args in &table {
         for w in widths {
             compared += 1;
-            if let Err(why) = compare_live(&ours, args, w) {
+            if let Err(why) = compare_frozen(&node_dir, &ours, args, w) {
                 failures.push(why);
             }
         }
@@ -187,6 +203,7 @@ fn stat_compat_takes_numastat_options() {
     if !have("numastat") {
         return;
     }
+    let Some((_f, node_dir)) = frozen() else { return };
     let a = Sleeper::start("303.25");
     let pa = a.pid();
     for (ours, theirs) in [
@@ -198,12 +215,13 @@ fn stat_compat_takes_numastat_options() {
     ] {
         let mut args = vec!["stat", "--compat"];
         args.extend(&ours);
-        // Masked stdout and exit code, as numastat given `theirs`.
+        // Stdout and exit code, as numastat given `theirs`.
         let r = around_real(
+            &node_dir,
             &theirs,
             None,
-            || Command::new(BIN).args(&args).env_remove("NUMASTAT_WIDTH").output().expect("numakit"),
-            |r, o| r.status.code() == o.status.code() && mask(&r.stdout) == mask(&o.stdout),
+            || on_frozen(&node_dir, Path::new(BIN), "numakit", &args, None),
+            |r, o| r.status.code() == o.status.code() && r.stdout == o.stdout,
         );
         assert!(r.is_ok(), "numakit {args:?} differs from numastat {theirs:?}: {}", r.unwrap_err());
     }
@@ -224,23 +242,33 @@ fn stat_compat_without_clap_equals_with_clap() {
         .take(4)
         .collect();
     assert!(!roots.is_empty(), "no multi-node dump with numastat files");
+    let Some((_f, node_dir)) = frozen() else { return };
     let mut envs: Vec<Option<std::ffi::OsString>> = roots.iter().map(|r| Some(r.clone().into_os_string())).collect();
     envs.extend([Some("/nonexistent/root".into()), Some("".into()), None]);
     for env in &envs {
         for flags in [&[][..], &["-m"], &["-c", "-n", "-z"], &["--verbose", "-m"], &["--skip-zero", "--compress"]] {
             let run = |args: Vec<&str>| {
-                let mut c = Command::new(BIN);
-                c.args(&args).env_remove("NUMASTAT_WIDTH");
-                match env {
-                    Some(v) => c.env("NUMAKIT_SYSROOT", v),
-                    None => c.env_remove("NUMAKIT_SYSROOT"),
-                };
-                let o = c.output().expect("numakit");
-                // The live counters move between two runs; a dump's do not
-                // (an empty NUMAKIT_SYSROOT is the live system).
-                let live = env.as_ref().is_none_or(|v| v.is_empty());
-                let out = if live { mask(&o.stdout) } else { String::from_utf8_lossy(&o.stdout).into_owned() };
-                (o.status.code(), out, String::from_utf8_lossy(&o.stderr).into_owned())
+                let o = match env {
+                    // An empty NUMAKIT_SYSROOT is the live system: run it,
+                    // like no NUMAKIT_SYSROOT, on the frozen node folder.
+                    Some(v) if v.is_empty() => Ok(common::run_on_node_dir(
+                        &node_dir,
+                        Path::new(BIN),
+                        "numakit",
+                        &args,
+                        &[("NUMAKIT_SYSROOT", "")],
+                    )
+                    .expect("the namespace worked a moment ago")),
+                    Some(v) => {
+                        Command::new(BIN).args(&args).env_remove("NUMASTAT_WIDTH").env("NUMAKIT_SYSROOT", v).output()
+                    }
+                    // This machine, on a frozen copy of its node folder: the
+                    // live counters move between two runs.
+                    None => Ok(on_frozen(&node_dir, Path::new(BIN), "numakit", &args, None)),
+                }
+                .expect("numakit");
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (o.status.code(), text(&o.stdout), text(&o.stderr))
             };
             let fast = run([&["stat", "--compat"][..], flags].concat());
             let clap = run([&["stat"][..], flags, &["--compat"]].concat());

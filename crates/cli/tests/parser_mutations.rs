@@ -178,7 +178,7 @@ fn feed(kind: Kind, bytes: &[u8]) -> Result<(), String> {
                 let _ = numakit::daemon::collect::memory_of(t);
             }
             Kind::PidStat => {
-                let _ = (pidstat::parse_proc_stat(t), procs::parse_stat_line(t));
+                let _ = pidstat::parse_proc_stat(t);
             }
             Kind::Statm => {
                 let _ = pidstat::parse_statm_resident(bytes);

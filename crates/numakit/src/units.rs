@@ -81,19 +81,41 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
 /// assert!(parse_duration("soon").is_err());
 /// ```
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let err = || format!("invalid duration {text:?}: use seconds or a number with ms, s, m, h or d");
+    match parse_seconds(text) {
+        Ok(v) if v < 1e10 => Ok(std::time::Duration::from_secs_f64(v)),
+        Ok(_) => Err(duration_error(text)),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`parse_duration`]'s reading as seconds, without its bound: any finite,
+/// non-negative number (a plain number is read exactly as Rust reads an
+/// `f64`, `+` and exponents included), or one with a unit (`ms`, `s`, `m`,
+/// `h`, `d`). The one parser of every duration and interval numakit takes.
+///
+/// ```
+/// use numakit::units::parse_seconds;
+/// assert_eq!(parse_seconds("0.5").unwrap(), 0.5);
+/// assert_eq!(parse_seconds("500ms").unwrap(), 0.5);
+/// assert!(parse_seconds("-1").is_err());
+/// ```
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let (num, scale) = [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0), ("d", 86400.0)]
         .iter()
         .find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n.trim_end(), *scale)))
         .unwrap_or((t, 1.0));
-    if num.is_empty() || num.starts_with(['+', '-']) {
-        return Err(err());
+    if num.is_empty() || num.starts_with('-') {
+        return Err(duration_error(text));
     }
     match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v * scale < 1e10 => Ok(std::time::Duration::from_secs_f64(v * scale)),
-        _ => Err(err()),
+        Ok(v) if (v * scale).is_finite() => Ok(v * scale),
+        _ => Err(duration_error(text)),
     }
+}
+
+fn duration_error(text: &str) -> String {
+    format!("invalid duration {text:?}: use seconds or a number with ms, s, m, h or d")
 }
 
 /// Formats bytes in binary units with one decimal where it helps
@@ -208,6 +230,19 @@ mod tests {
         assert_eq!(parse_duration(" 1d ").unwrap(), Duration::from_secs(86400));
         for bad in ["", "-1s", "1y", "ms", "NaN", "1e300s"] {
             assert!(parse_duration(bad).unwrap_err().contains(&format!("{bad:?}")), "{bad}");
+        }
+    }
+
+    #[test]
+    fn seconds_take_every_float_as_rust_reads_it() {
+        // What interval flags took as a plain f64 reads the same.
+        for t in ["0.5", "2", "+1", "1e3", "5.", ".5", "1E-1", "0", "1e300", "3600"] {
+            assert_eq!(parse_seconds(t), Ok(t.parse::<f64>().expect("f64")), "{t}");
+        }
+        assert_eq!(parse_seconds("500ms"), Ok(0.5));
+        assert_eq!(parse_seconds("1.5m"), Ok(90.0));
+        for bad in ["-1", "-0", "+-1", "inf", "NaN", "", "x", "1e400", "1e306d"] {
+            assert!(parse_seconds(bad).unwrap_err().contains(&format!("{bad:?}")), "{bad}");
         }
     }
 }

@@ -71,6 +71,8 @@ pub enum Item {
     TaskExitStatus = 13,
     /// `S_TASK_PID` (pid_t *).
     TaskPid = 14,
+    /// `S_SLURM_VERSION` (char **): the running Slurm's version, `22.05.8`.
+    SlurmVersion = 20,
     /// `S_STEP_CPUS_PER_TASK` (uint32_t *).
     StepCpusPerTask = 24,
     /// `S_STEP_ALLOC_MEM` (uint64_t *): the step's memory on this node, MiB.
@@ -223,6 +225,21 @@ pub fn get_u64(spank: SpankHandle, item: Item) -> Option<u64> {
     // SAFETY: the item's value type is uint64_t (see `Item`); Slurm writes one.
     let rc = unsafe { f(spank, item as c_int, &mut v as *mut u64) };
     (rc == ESPANK_SUCCESS).then_some(v)
+}
+
+/// `spank_get_item` for the items whose value is a string (`char **`, Slurm's
+/// own memory, copied here).
+pub fn get_str(spank: SpankHandle, item: Item) -> Option<String> {
+    let f = api().get_item?;
+    let mut p: *const c_char = std::ptr::null();
+    // SAFETY: the item's value type is char ** (see `Item`); Slurm writes a
+    // pointer to a string it keeps.
+    let rc = unsafe { f(spank, item as c_int, &mut p as *mut *const c_char) };
+    if rc != ESPANK_SUCCESS || p.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string Slurm owns, read at once.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
 /// `spank_get_item` for the items whose value is an `int` or `pid_t`.

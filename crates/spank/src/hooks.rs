@@ -309,7 +309,7 @@ pub fn task_post_fork(spank: SpankHandle) -> Result<(), ()> {
         let mut r = lock(&REPORT);
         let r = r.get_or_insert_with(Reporting::default);
         if r.cwd.is_none() {
-            r.cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+            r.cwd = SysRoot::live().read_link(format!("proc/{pid}/cwd")).ok().flatten();
         }
         r.interval.unwrap_or(crate::report::DEFAULT_INTERVAL)
     };
@@ -343,8 +343,8 @@ pub fn exit(spank: SpankHandle) -> Result<(), ()> {
         }
     }
     if let Some(pattern) = &r.file {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let name = crate::report::expand(pattern, ids.job, &step_name(&ids), host.trim());
+        let host = numakit::sys::kernel::hostname(&SysRoot::live()).unwrap_or_default();
+        let name = crate::report::expand(pattern, ids.job, &step_name(&ids), &host);
         let path = match &r.cwd {
             Some(cwd) if !name.starts_with('/') => cwd.join(&name),
             _ => std::path::PathBuf::from(&name),

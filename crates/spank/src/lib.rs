@@ -21,6 +21,11 @@
 //! applied to the task's own process (inherited across exec); the task finds it
 //! in `NUMAKIT_NUMA` and what it was given in `NUMAKIT_NUMA_PLACED`.
 //!
+//! The plugin is built for one Slurm release (`slurm_version.h` at build time,
+//! `build.rs`): its first line in each process that loads it says which, and
+//! a Slurm of another major or minor number gets one error line instead of
+//! placements (`version`; Slurm 22.05 refuses to load it before that).
+//!
 //! The decisions, the host-local ledger and the daemon registration of `none`
 //! are the library's (`numakit::batch`); the plugin only adapts Slurm's calls.
 //!
@@ -34,6 +39,7 @@
 mod ffi;
 mod hooks;
 mod report;
+mod version;
 
 use std::ffi::{c_char, c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -41,7 +47,15 @@ use std::sync::Once;
 
 use ffi::{Level, SpankHandle, SLURM_ERROR};
 
+// BUILT_FOR, HEADER and BUILT_FOR_LINE, written by build.rs.
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
+
+/// `SLURM_VERSION_NUMBER` of the Slurm this plugin is built for; 0 when it was
+/// built without Slurm's headers (no Slurm loads it then).
+pub const SLURM_VERSION_NUMBER: u32 = match BUILT_FOR {
+    Ok(n) => n,
+    Err(_) => 0,
+};
 
 // SPANK_PLUGIN(numakit, 1), as slurm/spank.h (22.05) expands it:
 //   const char plugin_name [] = "numakit";
@@ -49,7 +63,8 @@ include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
 //   const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 //   const unsigned int spank_plugin_version = 1;
 // The names are arrays of chars (the symbol is the string itself, not a pointer
-// to it); Slurm loads the plugin only if plugin_version is its own version.
+// to it). Slurm 22.05 loads the plugin only if plugin_version has its own major
+// and minor number (see `version`).
 
 /// `plugin_name`: the plugin's name in Slurm's messages.
 #[no_mangle]
@@ -63,6 +78,51 @@ pub static plugin_version: u32 = SLURM_VERSION_NUMBER;
 /// `spank_plugin_version`: this plugin's own version.
 #[no_mangle]
 pub static spank_plugin_version: u32 = 1;
+/// What the plugin was built for, between two NULs in the library, so that
+/// `strings libnumakit_spank.so | grep 'built for'` shows the line alone.
+#[no_mangle]
+#[used]
+pub static numakit_spank_built_for: [u8; BUILT_FOR_LINE.len() + 2] = between_nuls(BUILT_FOR_LINE);
+
+/// A NUL, `text`, a NUL, as an array (`N` is its length plus two).
+const fn between_nuls<const N: usize>(text: &str) -> [u8; N] {
+    let bytes = text.as_bytes();
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < bytes.len() && i + 2 < N {
+        out[i + 1] = bytes[i];
+        i += 1;
+    }
+    out
+}
+
+/// The plugin's first words in every process that loads it: which Slurm it was
+/// built for, checked against the one that loaded it (one error line and a
+/// failed init when they differ). slurmd logs it at info level (once per
+/// start), slurmstepd at verbose, srun, sbatch and salloc at debug.
+fn announce(spank: SpankHandle) -> Result<(), ()> {
+    let running = ffi::get_str(spank, ffi::Item::SlurmVersion);
+    // The word Slurm compared, read from the library's memory (not folded from
+    // the constant), so the line says what the loaded file says.
+    // SAFETY: a valid, aligned static, never written.
+    let word = unsafe { std::ptr::read_volatile(std::ptr::addr_of!(plugin_version)) };
+    let built = if word == 0 { BUILT_FOR.map(|_| 0) } else { Ok(word) };
+    match version::check(built, running.as_deref(), env!("CARGO_PKG_VERSION")) {
+        Ok(line) => {
+            let level = match ffi::context() {
+                ffi::Context::Slurmd => Level::Info,
+                ffi::Context::Remote => Level::Verbose,
+                _ => Level::Debug,
+            };
+            ffi::log(level, &line);
+            Ok(())
+        }
+        Err(line) => {
+            ffi::log(Level::Error, &line);
+            Err(())
+        }
+    }
+}
 
 /// Runs a hook body: `Ok` is 0, `Err` (already logged) or a panic is -1. A
 /// panic's message goes to Slurm's log through the panic hook.
@@ -92,6 +152,7 @@ fn guard(f: impl FnOnce() -> Result<(), ()>) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn slurm_spank_init(spank: SpankHandle, ac: c_int, av: *const *const c_char) -> c_int {
     guard(|| {
+        announce(spank)?;
         // SAFETY: Slurm's argument vector, per this function's contract.
         let args = unsafe { ffi::args(ac, av) };
         hooks::init(spank, &args)
@@ -219,9 +280,28 @@ mod tests {
     }
 
     #[test]
-    fn the_version_is_slurms() {
-        assert_eq!(plugin_version, SLURM_VERSION_NUMBER);
+    fn the_version_is_the_headers_and_recorded_as_a_line() {
         assert_eq!(&plugin_name, b"numakit\0");
         assert_eq!(&plugin_type, b"spank\0");
+        let line = std::str::from_utf8(&numakit_spank_built_for).unwrap();
+        assert_eq!(line.strip_prefix('\0').and_then(|l| l.strip_suffix('\0')), Some(BUILT_FOR_LINE));
+        let ours = env!("CARGO_PKG_VERSION");
+        match BUILT_FOR {
+            Ok(n) => {
+                assert_eq!(plugin_version, n);
+                let text = std::fs::read_to_string(HEADER).unwrap();
+                assert_eq!(version::parse_header(&text), Some(n), "{HEADER}");
+                let want = format!(
+                    "numakit-spank {ours} built for Slurm {} (SLURM_VERSION_NUMBER {n:#x})",
+                    version::dotted(n)
+                );
+                assert_eq!(BUILT_FOR_LINE, want);
+            }
+            Err(why) => {
+                assert_eq!(plugin_version, 0, "no Slurm loads version 0");
+                assert!(why.contains(HEADER), "{why}");
+                assert_eq!(BUILT_FOR_LINE, format!("numakit-spank {ours} built for no Slurm ({why})"));
+            }
+        }
     }
 }

@@ -52,13 +52,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// process is in no folder of that step.
 pub fn step_cgroup(cgroup_file: &str, step: &str) -> Option<String> {
     let folder = format!("/step_{step}");
-    let mut paths: Vec<(bool, &str)> = cgroup_file
-        .lines()
+    let mut paths: Vec<(bool, &str)> = numakit::procs::cgroup::parse_lines(cgroup_file)
         .filter_map(|l| {
-            let mut f = l.splitn(3, ':');
-            let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-            let v2 = controllers.is_empty();
-            (v2 || controllers.split(',').any(|c| c == "memory")).then_some((v2, path.trim()))
+            let v2 = l.controllers.is_empty();
+            (v2 || l.has_controller("memory")).then_some((v2, l.path))
         })
         .collect();
     // The unified hierarchy first, where it names the step.

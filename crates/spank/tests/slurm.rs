@@ -4,9 +4,10 @@
 //! across several NUMA nodes is tested inside the QEMU guest.
 //!
 //! Needs root and Slurm's packages (scripts/install-deps); fails, never skips,
-//! without them.
+//! without them. A plugin built without Slurm's headers (`build.rs`) cannot be
+//! loaded: each test then says so and stops, except with `CI=true`, where that fails.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use numakit_testbed::slurm::{Slurm, SlurmSpec};
 use numakit_testbed::Output;
@@ -25,6 +26,19 @@ fn plugin() -> PathBuf {
 /// test's own, so nothing outside its folder is used.
 fn plugstack(kind: &str, args: &str) -> String {
     format!("{kind} {} ledger={{dir}}/ledger socket={{dir}}/no-daemon.sock {args}\n", plugin().display())
+}
+
+/// Whether the plugin was built for a Slurm (outside CI, a test of a plugin
+/// built for none says why it stops; with `CI=true` it fails).
+fn built_for_slurm(test: &str) -> bool {
+    match numakit_spank::BUILT_FOR {
+        Ok(_) => true,
+        Err(why) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!("{test}: skipped: the plugin was built for no Slurm ({why})");
+            false
+        }
+        Err(why) => panic!("the plugin was built for no Slurm ({why}); CI must test it"),
+    }
 }
 
 fn start(plugstack: String) -> Slurm {
@@ -83,6 +97,9 @@ const SHOW: &str = "echo NUMAKIT_NUMA=$NUMAKIT_NUMA; echo NUMAKIT_NUMA_PLACED=$N
 
 #[test]
 fn option_is_checked_at_submission_and_applied_in_the_task() {
+    if !built_for_slurm("option_is_checked_at_submission_and_applied_in_the_task") {
+        return;
+    }
     let slurm = start(plugstack("required", "default=local allowed=auto,none,local"));
 
     let help = run(&slurm, &["srun", "--help"]);
@@ -133,6 +150,14 @@ fn option_is_checked_at_submission_and_applied_in_the_task() {
     );
 
     let log = slurm.log("slurmd");
+    // slurmd's own first line (no step prefix), at its start.
+    let first = format!(
+        "numakit: SPANK plugin {}, built for Slurm {v}, in Slurm {v}",
+        env!("CARGO_PKG_VERSION"),
+        v = running_slurm()
+    );
+    let slurmds = log.lines().filter(|l| l.ends_with(&first) && !l.contains("] [")).count();
+    assert_eq!(slurmds, 1, "{first:?} in slurmd's log:\n{log}");
     let ours: Vec<&str> = log.lines().filter(|l| l.contains("] numakit: slurm job ")).collect();
     assert!(
         ours.iter().any(|l| l.contains(" task 0: local: cpus "))
@@ -143,6 +168,9 @@ fn option_is_checked_at_submission_and_applied_in_the_task() {
 
 #[test]
 fn site_arguments_and_node_lists() {
+    if !built_for_slurm("site_arguments_and_node_lists") {
+        return;
+    }
     let slurm = start(plugstack("required", ""));
 
     // No arguments: every mode allowed, `none` by default.
@@ -221,6 +249,9 @@ fn site_arguments_and_node_lists() {
 
 #[test]
 fn a_binding_slurm_made_is_never_widened() {
+    if !built_for_slurm("a_binding_slurm_made_is_never_widened") {
+        return;
+    }
     let spec = SlurmSpec::default().task_plugin("task/affinity").plugstack(plugstack("required", "default=auto"));
     let slurm = Slurm::start(&spec).unwrap_or_else(|e| panic!("{e}"));
     let cpus_of = |out: &Output| {
@@ -235,4 +266,113 @@ fn a_binding_slurm_made_is_never_widened() {
         assert_placed_as_told(&out, mode);
         assert_eq!(cpus_of(&out).as_deref(), Some(bound.as_str()), "--numa={mode} kept Slurm's binding: {out:?}");
     }
+}
+
+/// The installed Slurm's version, the last word of `slurmd -V` (Debian's
+/// says `slurm-wlm 22.05.8`, SchedMD's `slurm 22.05.8`).
+fn running_slurm() -> String {
+    let out = std::process::Command::new("slurmd").arg("-V").output().expect("slurmd -V");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.split_whitespace().last().filter(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+    version.unwrap_or_else(|| panic!("slurmd -V: {text:?}")).to_string()
+}
+
+/// A copy of the plugin in `dir` whose `plugin_version` is `number`: the one
+/// word that building it against another Slurm's `slurm_version.h` changes
+/// (how build.rs reads a header is tested in tests/build_script.rs; a second
+/// build of the crate here would cost a minute).
+fn plugin_for(number: u32, dir: &Path) -> PathBuf {
+    let mut bytes = std::fs::read(plugin()).expect("the plugin");
+    let at = symbol_offset(&bytes, "plugin_version").expect("plugin_version in the plugin's dynamic symbols");
+    let word = &mut bytes[at..at + 4];
+    assert_eq!(u32::from_le_bytes([word[0], word[1], word[2], word[3]]), numakit_spank::SLURM_VERSION_NUMBER);
+    word.copy_from_slice(&number.to_le_bytes());
+    let to = dir.join(format!("libnumakit_spank-{number:x}.so"));
+    std::fs::write(&to, bytes).expect("the copy");
+    to
+}
+
+/// The file offset of a dynamic symbol's value in a 64-bit little-endian ELF.
+fn symbol_offset(elf: &[u8], name: &str) -> Option<usize> {
+    let u16_at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?) as usize);
+    let u32_at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?) as usize);
+    let u64_at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?) as usize);
+    if elf.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let (shoff, shentsize, shnum) = (u64_at(0x28)?, u16_at(0x3a)?, u16_at(0x3c)?);
+    // (type, address, offset, size, link) of each section
+    let sections: Vec<_> = (0..shnum)
+        .map(|i| {
+            let s = shoff + i * shentsize;
+            Some((u32_at(s + 4)?, u64_at(s + 0x10)?, u64_at(s + 0x18)?, u64_at(s + 0x20)?, u32_at(s + 0x28)?))
+        })
+        .collect::<Option<_>>()?;
+    const SHT_DYNSYM: usize = 11;
+    let &(_, _, symoff, symsize, link) = sections.iter().find(|s| s.0 == SHT_DYNSYM)?;
+    let strtab = sections.get(link)?.2;
+    (symoff..symoff + symsize).step_by(24).find_map(|sym| {
+        let name_at = strtab + u32_at(sym)?;
+        let end = elf.get(name_at..)?.iter().position(|&b| b == 0)?;
+        if &elf[name_at..name_at + end] != name.as_bytes() {
+            return None;
+        }
+        let (_, addr, offset, _, _) = *sections.get(u16_at(sym + 6)?)?;
+        Some(u64_at(sym + 8)? - addr + offset)
+    })
+}
+
+#[test]
+fn another_slurm_version_is_one_line_and_never_a_crash() {
+    if !built_for_slurm("another_slurm_version_is_one_line_and_never_a_crash") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a folder");
+    // 21.08.8: another minor release. Slurm refuses it before any of its code
+    // runs, in one line naming the file and the version it was built for.
+    let older = plugin_for(0x15_08_08, dir.path());
+    let refusal = format!("plugin_load_from_file: Incompatible Slurm plugin {} version (21.08.8)", older.display());
+    let ours = |log: &str| log.lines().filter(|l| l.contains("numakit: ")).map(String::from).collect::<Vec<_>>();
+
+    // required: slurmd stops at its start, with an exit status, not a signal.
+    let spec = SlurmSpec::default().plugstack(format!("required {} default=local\n", older.display()));
+    let err = Slurm::start(&spec).expect_err("slurmd must not start with a required plugin it refuses").to_string();
+    assert!(err.contains("slurmd exited (exit status: 1)"), "{err}");
+    assert_eq!(err.lines().filter(|l| l.ends_with(&refusal)).count(), 1, "{refusal:?} once in:\n{err}");
+    assert!(err.contains("error: slurmd initialization failed"), "{err}");
+    assert!(ours(&err).is_empty(), "the plugin's code never ran: {err}");
+
+    // optional: slurmd runs, jobs run without it; slurmd and each step's
+    // slurmstepd say once why, and so does srun.
+    let slurm = start(format!("optional {} default=local\n", older.display()));
+    let out = run(&slurm, &["srun", "sh", "-c", "echo mode=$NUMAKIT_NUMA"]);
+    assert!(out.success() && out.stdout == "mode=\n", "{out:?}");
+    assert_eq!(out.stderr.lines().filter(|l| l.ends_with(&refusal)).count(), 1, "{out:?}");
+    let log = slurm.log("slurmd");
+    let refused: Vec<&str> = log.lines().filter(|l| l.contains("Incompatible Slurm plugin")).collect();
+    assert!(refused.iter().all(|l| l.ends_with(&refusal)), "{refused:#?}");
+    assert_eq!(refused.iter().filter(|l| !l.contains("] [")).count(), 1, "slurmd's own: {refused:#?}");
+    assert_eq!(refused.iter().filter(|l| l.contains("] [1.0] ")).count(), 1, "the step's: {refused:#?}");
+    assert!(ours(&log).is_empty(), "{log}");
+    // Its option is not there either: one of srun's own usage errors.
+    let out = run(&slurm, &["srun", "--numa=local", "/bin/true"]);
+    assert!(out.status != 0 && out.stderr.contains("unrecognized option '--numa=local'"), "{out:?}");
+
+    // 22.05.2: the same minor release, which Slurm loads; the plugin's first
+    // line says what it was built for and what loaded it.
+    let micro = plugin_for(0x16_05_02, dir.path());
+    slurm
+        .set_plugstack(
+            &plugstack("required", "").replace(&plugin().display().to_string(), &micro.display().to_string()),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&slurm, &["srun", "--numa=local", "sh", "-c", SHOW]);
+    assert_placed_as_told(&out, "local");
+    let said = format!(
+        "numakit: SPANK plugin {}, built for Slurm 22.05.2, in Slurm {}",
+        env!("CARGO_PKG_VERSION"),
+        running_slurm()
+    );
+    let log = slurm.log("slurmd");
+    assert_eq!(log.lines().filter(|l| l.contains("] [2.0] ") && l.ends_with(&said)).count(), 1, "{said:?} in:\n{log}");
 }

@@ -4,11 +4,9 @@
 //! fresh sample (/proc/stat over 200 ms); the choice is
 //! `place::auto::decide` either way, the function `run --auto` uses.
 
-use std::path::PathBuf;
-
 use clap::Args;
-use numakit::daemon::protocol::Advice;
 use numakit::place::auto::{AutoRequest, EX_TEMPFAIL};
+use numakit::present::advise as present;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
 
@@ -27,15 +25,13 @@ pub struct AdviseArgs {
     /// CPUs never to give the job (a CPU list).
     #[arg(long, value_name = "CPUS")]
     pub reserve: Option<String>,
-    /// The daemon's control socket (default /run/numakit/daemon.sock).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub daemon: crate::cli::SocketArg,
     /// Do not ask the daemon; sample the system now.
     #[arg(long)]
     pub no_daemon: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: crate::cli::JsonOut,
 }
 
 /// Runs `numakit advise`.
@@ -49,22 +45,19 @@ pub fn run(sys: &SysRoot, args: &AdviseArgs) -> anyhow::Result<u8> {
         mem_bytes: parse_size(&args.mem)?,
         reserve: parse_reserve(&topo, args.reserve.as_ref())?,
     };
-    let (d, source) = advise(sys, &topo, req, args.socket.as_ref(), args.no_daemon)?;
+    let (d, source) = advise(sys, &topo, req, args.daemon.socket.as_ref(), args.no_daemon)?;
     match d {
         Ok(d) => {
-            if args.json {
-                outln!("{}", serde_json::to_string_pretty(&Advice::of(&d, &source))?);
+            if args.format.json {
+                outln!("{}", present::json(&d, &source));
             } else {
-                outln!("nodes: {}", d.nodes.to_list());
-                outln!("numactl: numactl {}", d.plan.numactl_args().join(" "));
-                outln!("reason: {}", d.reason);
-                outln!("view: {source}");
+                out!("{}", present::text(&d, &source));
             }
             Ok(0)
         }
         Err(refusal) => {
-            if args.json {
-                outln!("{}", serde_json::json!({"refused": refusal.to_string(), "source": source}));
+            if args.format.json {
+                outln!("{}", present::refusal_json(&refusal, &source));
             } else {
                 eprintln!("numakit: no node can take the job now: {refusal}");
             }

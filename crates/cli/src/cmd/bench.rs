@@ -45,9 +45,8 @@ pub struct OutputArgs {
     /// Ask for transparent huge pages (madvise MADV_HUGEPAGE) for the buffers.
     #[arg(long)]
     pub huge_pages: bool,
-    /// Print JSON (schema: docs/bench.md).
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: crate::cli::JsonOut,
     /// Also draw a picture to FILE ("-": standard output instead of the table).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -248,7 +247,7 @@ fn output(
         }
         None => {}
     }
-    stdout.write_all(if out.json { json } else { text }.as_bytes())?;
+    stdout.write_all(if out.format.json { json } else { text }.as_bytes())?;
     Ok(0)
 }
 

@@ -33,6 +33,16 @@ pub fn parse_size(s: &str) -> Result<u64, Failure> {
     numakit::units::parse_size(s).map_err(|e| Failure::usage(e.to_string()))
 }
 
+/// A `--config` file that cannot be loaded ([`Settings::load`]), as a
+/// usage error naming it.
+pub fn config_error(path: &std::path::Path, e: numakit::daemon::settings::LoadError) -> Failure {
+    use numakit::daemon::settings::LoadError;
+    match e {
+        LoadError::Read(e) => Failure::usage(format!("--config {}: {e}", numakit::text::path(path))),
+        LoadError::Invalid(e) => Failure::usage(e.to_string()),
+    }
+}
+
 /// `--reserve CPUS` (numactl's list syntax, relative to the online CPUs).
 pub fn parse_reserve(topo: &Topology, r: Option<&String>) -> Result<CpuSet, Failure> {
     match r {
@@ -69,10 +79,8 @@ pub fn getopt_help_only(prog: &str, arg: &str) -> Option<String> {
     }
 }
 
-/// The running kernel's version.
-pub fn kernel_version(sys: &SysRoot) -> Option<(u32, u32)> {
-    sys.read("proc/sys/kernel/osrelease").ok().flatten().and_then(|t| numakit::place::parse_kernel_version(&t))
-}
+/// The running kernel's version (the library's one `osrelease` reader).
+pub use numakit::sys::kernel::version as kernel_version;
 
 /// Refuses to place with a dump's topology (only `--dry-run` plans there).
 pub fn refuse_dump(sys: &SysRoot, dry_run: bool) -> Result<(), Failure> {

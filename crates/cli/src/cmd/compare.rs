@@ -63,9 +63,8 @@ pub struct CompareArgs {
     /// Compare against the baseline of results saved with --save.
     #[arg(long, value_name = "FILE")]
     pub against: Option<PathBuf>,
-    /// Print JSON (the format --save writes).
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: crate::cli::JsonOut,
     /// No progress bar.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -179,7 +178,7 @@ pub fn run(_sys: &SysRoot, args: &CompareArgs) -> anyhow::Result<u8> {
     if let Some(p) = &args.save {
         result.save(p).map_err(spec_error)?;
     }
-    let out = if args.json { result.to_json() + "\n" } else { present::compare::text(&result) };
+    let out = if args.format.json { result.to_json() + "\n" } else { present::compare::text(&result) };
     crate::output::stdout().write_all(out.as_bytes())?;
     Ok(0)
 }

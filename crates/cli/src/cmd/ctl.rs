@@ -12,20 +12,20 @@ use numakit::daemon::protocol::Target;
 use numakit::daemon::settings::Settings;
 use numakit::present;
 
+use super::common::config_error;
 use crate::Failure;
 
-/// `numakit ctl`.
+/// `numakit ctl`. Its --socket and --json may also follow the subcommand.
 #[derive(Debug, Args)]
+#[command(mut_arg("socket", |a| a.global(true)), mut_arg("json", |a| a.global(true)))]
 pub struct CtlArgs {
-    /// The daemon's control socket (default: the one in --config, else /run/numakit/daemon.sock).
-    #[arg(long, value_name = "PATH", global = true)]
-    pub socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub daemon: crate::cli::SocketArg,
     /// Take the socket path from this daemon configuration file.
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
-    /// Print the daemon's answer as JSON.
-    #[arg(long, global = true)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: crate::cli::JsonOut,
     /// What to do.
     #[command(subcommand)]
     pub what: CtlCommand,
@@ -71,9 +71,7 @@ pub fn socket_path(socket: Option<&PathBuf>, config: Option<&PathBuf>) -> Result
         return Ok(s.clone());
     }
     if let Some(c) = config {
-        let text = numakit::files::read_named_text(c).map_err(|e| Failure::usage(format!("--config {e}")))?;
-        let s = Settings::from_toml(&text, &c.display().to_string()).map_err(|e| Failure::usage(e.to_string()))?;
-        return Ok(s.socket);
+        return Ok(Settings::load(c).map_err(|e| config_error(c, e))?.socket);
     }
     Ok(Settings::default().socket)
 }
@@ -85,7 +83,7 @@ fn target(t: &str) -> Result<Target, Failure> {
 
 /// Runs `numakit ctl`.
 pub fn run(args: &CtlArgs) -> anyhow::Result<u8> {
-    let socket = socket_path(args.socket.as_ref(), args.config.as_ref())?;
+    let socket = socket_path(args.daemon.socket.as_ref(), args.config.as_ref())?;
     let daemon = Client::new(socket, Duration::from_secs(30));
     let failed = |e: ctl::ClientError| Failure::system(e.to_string());
     let mut out = crate::output::stdout();
@@ -95,7 +93,7 @@ pub fn run(args: &CtlArgs) -> anyhow::Result<u8> {
     let done = match &args.what {
         CtlCommand::Status => {
             let st = daemon.status().map_err(failed)?;
-            if args.json {
+            if args.format.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&value(&st))?)?;
             } else {
                 out.write_all(present::daemon::status_text(&st).as_bytes())?;
@@ -104,7 +102,7 @@ pub fn run(args: &CtlArgs) -> anyhow::Result<u8> {
         }
         CtlCommand::Decisions { last } => {
             let records = daemon.decisions(*last).map_err(failed)?;
-            if args.json {
+            if args.format.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&value(&records))?)?;
             } else {
                 for r in &records {
@@ -119,7 +117,7 @@ pub fn run(args: &CtlArgs) -> anyhow::Result<u8> {
         CtlCommand::Reload => daemon.reload(),
     }
     .map_err(failed)?;
-    if args.json {
+    if args.format.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&done)?)?;
     } else {
         writeln!(out, "{}", done.done)?;

@@ -1,11 +1,9 @@
 //! `numakit daemon`: automatic placement. The loop around
 //! [`numakit::daemon::service::Service`]: scans at the service's interval,
-//! the control socket in a thread of its own (requests are handed to the
-//! loop, which owns the state), SIGTERM/SIGINT for a clean exit and SIGHUP
-//! for a reload.
+//! the control socket's server ([`numakit::daemon::ctl::serve`]) in a
+//! thread of its own (requests are handed to the loop, which owns the
+//! state), SIGTERM/SIGINT for a clean exit and SIGHUP for a reload.
 
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc;
@@ -15,12 +13,13 @@ use clap::Args;
 use numakit::act::mempolicy;
 use numakit::daemon::apply::Outcome;
 use numakit::daemon::ctl::{self, Access};
-use numakit::daemon::protocol::{Request, Response};
+use numakit::daemon::protocol::Request;
 use numakit::daemon::service::Service;
 use numakit::daemon::settings::Settings;
 use numakit::sets::NodeSet;
 use numakit::sys::SysRoot;
 
+use super::common::config_error;
 use crate::Failure;
 
 /// `numakit daemon`.
@@ -32,7 +31,7 @@ pub struct DaemonArgs {
     /// Decide and log, change nothing (no state file is written).
     #[arg(long)]
     pub dry_run: bool,
-    /// Scan interval as numad's -i: MAX or MIN:MAX seconds (overrides the file).
+    /// Scan interval as numad's -i: MAX or MIN:MAX seconds (or 500ms, 2s, 1m; overrides the file).
     #[arg(long, short = 'i', value_name = "[MIN:]MAX")]
     pub interval: Option<String>,
     /// Stop after N scans (tests and benchmarks).
@@ -61,14 +60,11 @@ fn install_signals() {
 /// Reads the settings from `--config` and applies `--interval`.
 pub fn load_settings(config: Option<&Path>, interval: Option<&str>) -> Result<Settings, Failure> {
     let mut s = match config {
-        Some(p) => {
-            let text = numakit::files::read_named_text(p).map_err(|e| Failure::usage(format!("--config {e}")))?;
-            Settings::from_toml(&text, &p.display().to_string()).map_err(|e| Failure::usage(e.to_string()))?
-        }
+        Some(p) => Settings::load(p).map_err(|e| config_error(p, e))?,
         None => Settings::default(),
     };
     if let Some(i) = interval {
-        let parse = |v: &str| v.parse::<f64>().ok().filter(|x| x.is_finite());
+        let parse = |v: &str| numakit::units::parse_seconds(v).ok();
         let (min, max) = match i.split_once(':') {
             Some((a, b)) => (parse(a), parse(b)),
             None => (Some(s.interval_min_s.min(parse(i).unwrap_or(0.0))), parse(i)),
@@ -81,105 +77,6 @@ pub fn load_settings(config: Option<&Path>, interval: Option<&str>) -> Result<Se
         s.validate().map_err(|e| Failure::usage(format!("--interval {i}: {e}")))?;
     }
     Ok(s)
-}
-
-type CtlMsg = (Request, mpsc::Sender<Response>);
-
-/// Binds the control socket: refuses when another daemon answers there,
-/// replaces a stale socket, refuses anything else at that path (a typo in
-/// `socket` must never delete a file); mode 0660 with the control group.
-fn bind_socket(path: &Path, group: Option<u32>) -> Result<UnixListener, Failure> {
-    use std::os::unix::fs::FileTypeExt;
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_socket() => {
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                return Err(Failure::system(format!("another numakit daemon is running (socket {})", path.display())));
-            }
-            std::fs::remove_file(path)
-                .map_err(|e| Failure::system(format!("cannot replace the stale socket {}: {e}", path.display())))?;
-        }
-        Ok(_) => {
-            return Err(Failure::system(format!(
-                "socket {}: something that is not a socket is there; refusing to replace it",
-                path.display()
-            )))
-        }
-        Err(_) => {}
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Failure::system(format!("{}: {e}", dir.display())))?;
-    }
-    // Bound and given its mode and group under a temporary name, then
-    // renamed into place: the socket appears only once it listens, with
-    // its final permissions (a client never sees it refuse, or open).
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = PathBuf::from(tmp_name);
-    let _ = std::fs::remove_file(&tmp);
-    let cannot = |e: std::io::Error| Failure::system(format!("cannot listen on {}: {e}", path.display()));
-    let l = UnixListener::bind(&tmp).map_err(cannot)?;
-    let placed = (|| {
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o660))?;
-        if let Some(g) = group {
-            std::os::unix::fs::chown(&tmp, None, Some(g))?;
-        }
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = placed {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(cannot(e));
-    }
-    Ok(l)
-}
-
-/// Connections served at once; one more is answered "busy" at once.
-const MAX_CONNECTIONS: usize = 32;
-
-/// Accepts connections, each served in a thread of its own (at most
-/// [`MAX_CONNECTIONS`]), so a slow or idle client never delays another.
-fn serve(listener: UnixListener, sys: SysRoot, access: Access, tx: mpsc::Sender<CtlMsg>) {
-    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    for conn in listener.incoming() {
-        let Ok(stream) = conn else { continue };
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::SeqCst);
-            let _ = ctl::write_response(&stream, &Response::err("the daemon is busy: too many connections"));
-            continue;
-        }
-        let (sys, tx, done) = (sys.clone(), tx.clone(), open.clone());
-        let spawned = std::thread::Builder::new().name("numakit-ctl".into()).spawn(move || {
-            serve_one(&stream, &sys, access, &tx);
-            done.fetch_sub(1, Ordering::SeqCst);
-        });
-        if spawned.is_err() {
-            open.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-fn serve_one(stream: &std::os::unix::net::UnixStream, sys: &SysRoot, access: Access, tx: &mpsc::Sender<CtlMsg>) {
-    // The request is read before the access check, so that a refused
-    // client reads the refusal instead of a broken pipe.
-    let req = ctl::read_request(stream, ctl::REQUEST_TIMEOUT);
-    let resp = match (ctl::peer(stream), req) {
-        (Err(e), _) => Response::err(format!("cannot read the peer's credentials: {e}")),
-        (Ok(p), _) if !access.allows(sys, &p) => Response::err(format!(
-            "permission denied: uid {} is not root{}",
-            p.uid,
-            access.group.map_or(String::new(), |g| format!(" and not in group {g}"))
-        )),
-        (Ok(_), Err(e)) => Response::err(e),
-        (Ok(_), Ok(req)) => {
-            let (rtx, rrx) = mpsc::channel();
-            if tx.send((req, rtx)).is_err() {
-                return;
-            }
-            rrx.recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| Response::err("the daemon did not answer in 30 s"))
-        }
-    };
-    let _ = ctl::write_response(stream, &resp);
 }
 
 /// Runs the daemon until a signal (or `--scans`).
@@ -207,7 +104,7 @@ pub fn run(sys: &SysRoot, args: &DaemonArgs) -> anyhow::Result<u8> {
         })?)
     };
     let socket = settings.socket.clone();
-    let listener = bind_socket(&socket, group)?;
+    let listener = ctl::bind(&socket, group).map_err(|e| Failure::system(e.to_string()))?;
     install_signals();
     let mut service = match Service::start(sys.clone(), settings, args.config.clone(), args.dry_run) {
         Ok(s) => s,
@@ -216,11 +113,11 @@ pub fn run(sys: &SysRoot, args: &DaemonArgs) -> anyhow::Result<u8> {
             return Err(Failure::system(e.to_string()).into());
         }
     };
-    let (tx, rx) = mpsc::channel::<CtlMsg>();
+    let (tx, rx) = mpsc::channel::<ctl::CtlMsg>();
     {
         let sys = sys.clone();
         let access = Access { group };
-        std::thread::spawn(move || serve(listener, sys, access, tx));
+        std::thread::spawn(move || ctl::serve(listener, sys, access, tx));
     }
     eprintln!(
         "numakit daemon: pid {}, socket {}, interval {}-{} s{}",

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use clap::builder::RangedU64ValueParser;
 use clap::Args;
+use numakit::daemon::protocol::Status;
 use numakit::present::prometheus;
 use numakit::stats::cgroup::{CgroupDir, CgroupError, CgroupSample};
 use numakit::stats::MetricsSample;
@@ -78,13 +79,13 @@ pub struct ExporterArgs {
 /// The daemon's families, if its status file is there and readable.
 fn daemon_families(path: &Path) -> String {
     let Ok(text) = numakit::files::read_named_text(path) else { return String::new() };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return String::new() };
+    let Ok(status) = serde_json::from_str::<Status>(&text) else { return String::new() };
     let age = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.elapsed().ok())
         .map_or(0.0, |d| d.as_secs_f64());
-    prometheus::daemon(&v, age)
+    prometheus::daemon(&status, age)
 }
 
 /// The answer to `method path`: the metrics, a small index page, or 404.

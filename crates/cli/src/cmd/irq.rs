@@ -15,7 +15,7 @@ use crate::Failure;
 /// Runs `numakit irq`.
 pub fn run(sys: &SysRoot, args: &IrqArgs) -> anyhow::Result<u8> {
     match &args.action {
-        IrqAction::Show { interval, all, json } => show(sys, interval.as_deref(), *all, *json),
+        IrqAction::Show { interval, all, format } => show(sys, interval.as_deref(), *all, format.json),
     }
 }
 

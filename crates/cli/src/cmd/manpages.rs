@@ -400,6 +400,18 @@ fn notes(path: &str) -> Option<Notes> {
             &["numakit-run(1)", "numakit-daemon(1)"],
         ),
         "simulate" => n(usual(), vec![], &["numakit-daemon(1)", "numad(8)"]),
+        "report" => n(
+            vec![
+                code(0, "The report was printed (whatever it says about the arms)."),
+                code(1, "An input, the sacct file or an output file cannot be read or written; sacct failed or timed out."),
+                code(2, USAGE),
+            ],
+            vec![
+                file("DIR/numakit-outcomes.jsonl", "The step outcome records the Slurm plugin and the job wrappers write (report=DIR), plain or gzip."),
+                file("$TMPDIR/numakit-report.*", "Spilled job tables beyond --max-jobs-in-memory, removed at the end."),
+            ],
+            &["sacct(1)", "numakit-stat(1)"],
+        ),
         "numactl" => n(
             vec![
                 code(0, "Success (--show, --hardware)."),

@@ -17,6 +17,7 @@ pub mod migratepages;
 pub mod numactl;
 pub mod numastat;
 mod pin;
+pub mod report;
 mod run;
 mod show;
 pub mod simulate;
@@ -61,6 +62,7 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Ctl(args) => ctl::run(&args),
         Command::Advise(args) => advise::run(&sys, &args),
         Command::Simulate(args) => simulate::run(&sys, &args),
+        Command::Report(args) => report::run(&args),
         Command::Numactl { args } => numactl::run(&sys, &args),
         Command::Completions(args) => completions::run(&args),
         Command::Manpages(args) => manpages::run(&args),

@@ -2,30 +2,15 @@
 //! every thread of a running process (like `taskset -a -p`), and reports
 //! which threads changed and which failed, and why.
 
-use numakit::act;
+use numakit::place;
+use numakit::present::pin as present;
 use numakit::sets::CpuSet;
 use numakit::sys::SysRoot;
 use numakit::topo::Topology;
-use numakit::{place, procs};
-use serde::Serialize;
 
 use super::common::{as_typed, read_error};
 use crate::cli::PinArgs;
 use crate::Failure;
-
-#[derive(Serialize)]
-struct Report {
-    pid: i32,
-    cpus: CpuSet,
-    changed: Vec<i32>,
-    failed: Vec<Failed>,
-}
-
-#[derive(Serialize)]
-struct Failed {
-    tid: i32,
-    error: String,
-}
 
 /// Resolves `--cpus`/`--mask`/`--nodes` against the machine (checks as `run` does).
 fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet, Failure> {
@@ -51,36 +36,11 @@ fn target_cpus(sys: &SysRoot, topo: &Topology, args: &PinArgs) -> Result<CpuSet,
     plan.cpus.ok_or_else(|| Failure::usage("no CPUs selected"))
 }
 
-/// taskset's hex mask: `0x` (optional), hex digits, commas between 32-bit
-/// groups as taskset and sysfs print them (`ff,ffffffff`; every group after
-/// the first has 8 digits). As `sched_setaffinity(2)`, bits of CPUs this
-/// process may not use are dropped; a mask that leaves none is refused.
+/// taskset's hex mask ([`numakit::sets::taskset::parse_mask`]): the CPUs
+/// of it this process may use.
 fn mask_cpus(topo: &Topology, typed: &str) -> Result<CpuSet, Failure> {
-    let bad = |why: &str| Failure::usage(format!("--mask {typed}: {why}"));
-    let digits = typed.strip_prefix("0x").unwrap_or(typed);
-    let groups: Vec<&str> = digits.split(',').collect();
-    if digits.is_empty() || groups.iter().any(|g| g.is_empty()) {
-        return Err(bad("not a hex mask (an empty group)"));
-    }
-    if let Some(g) = groups.iter().find(|g| !g.bytes().all(|b| b.is_ascii_hexdigit())) {
-        return Err(bad(&format!("\"{g}\" is not hexadecimal")));
-    }
-    if let Some(g) = groups.iter().skip(1).find(|g| g.len() != 8) {
-        return Err(bad(&format!("group \"{g}\" after a comma must have 8 hex digits (32 CPUs)")));
-    }
-    let set = CpuSet::parse_mask(digits).map_err(|e| bad(&e.to_string()))?;
-    let usable = set.intersection(&topo.allowed.cpus);
-    if usable.is_empty() {
-        if set.is_empty() {
-            return Err(bad("selects no CPU"));
-        }
-        return Err(bad(&format!(
-            "selects CPU(s) {}, none of which this process may use (CPUs {})",
-            set.to_list(),
-            topo.allowed.cpus.to_list()
-        )));
-    }
-    Ok(usable)
+    numakit::sets::taskset::parse_mask(typed, &topo.allowed.cpus)
+        .map_err(|e| Failure::usage(format!("--mask {typed}: {e}")))
 }
 
 /// Runs `numakit pin`.
@@ -90,19 +50,9 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
     }
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
     let cpus = target_cpus(sys, &topo, args)?;
-    let tids = procs::thread_ids(sys, args.pid).map_err(|e| Failure::system(e.to_string()))?;
-    if tids.is_empty() {
-        return Err(Failure::usage(format!("no process {}", args.pid)).into());
-    }
-    let mut report = Report { pid: args.pid, cpus: cpus.clone(), changed: Vec::new(), failed: Vec::new() };
-    for tid in tids {
-        match act::set_affinity(act::Pid(tid), &cpus) {
-            Ok(()) => report.changed.push(tid),
-            // A thread that exited meanwhile is not a failure.
-            Err(e) if e.is_errno(libc::ESRCH) => {}
-            Err(e) => report.failed.push(Failed { tid, error: e.to_string() }),
-        }
-    }
+    let report = place::pin::pin(sys, args.pid, &cpus)
+        .map_err(|e| Failure::system(e.to_string()))?
+        .ok_or_else(|| Failure::usage(format!("no process {}", args.pid)))?;
     if !report.changed.is_empty() {
         crate::output::applied(format!(
             "pid {}: {} thread(s) now on CPUs {}",
@@ -111,19 +61,10 @@ pub fn run(sys: &SysRoot, args: &PinArgs) -> anyhow::Result<u8> {
             cpus.to_list()
         ));
     }
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+    if args.format.json {
+        outln!("{}", present::json(&report));
     } else {
-        outln!(
-            "pid {}: {} thread(s) now on CPUs {}, {} failed",
-            args.pid,
-            report.changed.len(),
-            cpus.to_list(),
-            report.failed.len()
-        );
-        for f in &report.failed {
-            outln!("  tid {}: {}", f.tid, f.error);
-        }
+        out!("{}", present::text(&report));
     }
     Ok(if report.failed.is_empty() { 0 } else { 1 })
 }

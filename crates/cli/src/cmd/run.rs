@@ -49,7 +49,7 @@ pub fn request_from(args: &RunArgs, m: &ArgMatches) -> Request {
 pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> {
     refuse_dump(sys, args.dry_run)?;
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
-    let socket = args.socket.clone().unwrap_or_else(|| Settings::default().socket);
+    let socket = args.daemon.socket.clone().unwrap_or_else(|| Settings::default().socket);
     if args.auto {
         return run_auto(sys, &topo, args, &socket);
     }
@@ -104,19 +104,7 @@ fn job_cpus(args: &RunArgs, topo: &Topology) -> Result<(u32, String), Failure> {
         }
         return Ok((n, "--cpus".into()));
     }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string());
-    let var = |k: &str| std::env::var(k).ok();
-    let file = |p: &str| numakit::files::read_named_text(std::path::Path::new(p)).ok();
-    if let Some(found) = batch::env::cpus_from_env(&var, &file, host.as_deref()) {
-        return Ok(found);
-    }
-    if let Ok(mine) = numakit::act::get_affinity(numakit::act::Pid::SELF) {
-        let mine = mine.intersection(&topo.allowed.cpus);
-        if !mine.is_empty() && mine != topo.cpus_of_nodes(&topo.node_ids()) {
-            return Ok((mine.len() as u32, format!("the CPUs this job may use ({})", mine.to_list())));
-        }
-    }
-    Ok((1, "no batch system's count: 1".into()))
+    Ok(batch::env::job_cpus(topo))
 }
 
 fn run_auto(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &std::path::Path) -> anyhow::Result<u8> {

@@ -73,7 +73,7 @@ pub fn run(sys: &SysRoot, args: &ShowArgs) -> anyhow::Result<u8> {
         view.policy = Some(own.mode.name().to_string());
         view.policy_nodes = Some(own.nodes);
     }
-    if args.json {
+    if args.format.json {
         outln!("{}", serde_json::to_string_pretty(&view)?);
     } else {
         out!("{}", show::process_text(&view));

@@ -39,9 +39,8 @@ pub struct SimulateArgs {
     /// criteria hold.
     #[arg(long, conflicts_with_all = ["scenario", "all", "list", "trace", "svg"])]
     pub held_out: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: crate::cli::JsonOut,
     /// List the named scenarios and exit.
     #[arg(long, conflicts_with_all = ["scenario", "all"])]
     pub list: bool,
@@ -93,7 +92,7 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if args.held_out {
         let h = sim::held_out(&settings, threads);
-        if args.json {
+        if args.format.json {
             serde_json::to_writer_pretty(&mut out, &h)?;
             writeln!(out)?;
         } else {
@@ -122,7 +121,7 @@ pub fn run(_sys: &SysRoot, args: &SimulateArgs) -> anyhow::Result<u8> {
         }
         None => {}
     }
-    if args.json {
+    if args.format.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
@@ -149,7 +148,7 @@ fn trace(out: &mut impl std::io::Write, args: &SimulateArgs, settings: &Settings
         return Err(Failure::usage(format!("no policy {bad:?} (one of {})", sim::POLICIES.join(", "))).into());
     }
     let report = sim::trace(&sc, &policies, settings);
-    if args.json {
+    if args.format.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
     } else {

@@ -53,11 +53,10 @@ pub struct StatArgs {
     /// With --cgroup: also show how much the counters grew since FILE, an earlier `stat --cgroup --json` of it.
     #[arg(long, value_name = "FILE", requires = "cgroup")]
     pub since: Option<std::path::PathBuf>,
-    /// Print JSON (one object per line with --interval and --cgroup).
-    #[arg(long)]
-    pub json: bool,
-    /// Print the deltas and rates of every SECS seconds (memory views: a fresh snapshot).
-    #[arg(long, value_name = "SECS")]
+    #[command(flatten)]
+    pub format: crate::cli::JsonOut,
+    /// Print the deltas and rates of every SECS seconds (or 500ms, 2s, 1m; memory views: a fresh snapshot).
+    #[arg(long, value_name = "SECS", value_parser = crate::cli::seconds)]
     pub interval: Option<f64>,
     /// With --interval: stop after N intervals.
     #[arg(long, value_name = "N", requires = "interval")]
@@ -138,7 +137,7 @@ pub fn run(sys: &SysRoot, args: &StatArgs) -> anyhow::Result<u8> {
         return Err(Failure::usage("invalid --count 0: give at least 1").into());
     }
     if let Some(path) = &args.cgroup {
-        return cgroup_report(sys, path, args.since.as_deref(), args.json);
+        return cgroup_report(sys, path, args.since.as_deref(), args.format.json);
     }
     let width = screen_width();
     let memory_view = args.meminfo || !args.pids.is_empty();
@@ -167,7 +166,7 @@ pub fn run(sys: &SysRoot, args: &StatArgs) -> anyhow::Result<u8> {
         let cur = CounterSample::read(sys).map_err(sys_err)?;
         let now = Instant::now();
         let rates = cur.rates_since(&prev, now.duration_since(prev_at));
-        if args.json {
+        if args.format.json {
             write_out(&format!("{}\n", serde_json::to_string(&view::rates_json(&rates))?))?;
         } else {
             write_out(&format!("{}\n", view::rates_text(&rates, width)))?;
@@ -192,7 +191,7 @@ fn tick(remaining: &mut Option<u64>) -> bool {
 
 fn counters_once(sys: &SysRoot, args: &StatArgs, width: usize) -> anyhow::Result<u8> {
     let sample = CounterSample::read(sys).map_err(sys_err)?;
-    if args.json {
+    if args.format.json {
         write_out(&format!("{}\n", serde_json::to_string_pretty(&view::counters_json(&sample))?))?;
     } else {
         write_out(&view::counters_text(&sample, width))?;
@@ -213,7 +212,7 @@ fn memory_once(
     let mut text = String::new();
     if args.meminfo {
         let nodes = stats::read_node_meminfo(sys).map_err(sys_err)?;
-        if args.json {
+        if args.format.json {
             if let Value::Object(o) = view::meminfo_json(&nodes) {
                 json.extend(o);
             }
@@ -223,7 +222,7 @@ fn memory_once(
     }
     if let Some(topo) = topo {
         let report = read_report(sys, topo, &args.pids, first)?;
-        if args.json {
+        if args.format.json {
             if let Value::Object(o) = view::processes_json(&report) {
                 json.extend(o);
             }
@@ -235,7 +234,7 @@ fn memory_once(
             note(&line);
         }
     }
-    if args.json {
+    if args.format.json {
         let v = Value::Object(json);
         let s = if args.interval.is_some() { serde_json::to_string(&v)? } else { serde_json::to_string_pretty(&v)? };
         write_out(&format!("{s}\n"))?;

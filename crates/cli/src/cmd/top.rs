@@ -31,8 +31,8 @@ use crate::Failure;
 /// `numakit top`.
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Seconds between refreshes.
-    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    /// Seconds between refreshes (or 500ms, 2s, 1m).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = crate::cli::seconds)]
     pub interval: f64,
     /// Print one plain-text snapshot (two samples an interval apart) and exit.
     #[arg(long)]

@@ -14,7 +14,7 @@ pub fn run(sys: &numakit::sys::SysRoot, args: &TopoArgs) -> anyhow::Result<u8> {
     let topo = if args.hardware { Topology::read_nodes_only(sys) } else { Topology::read(sys) }.map_err(read_error)?;
     let text = if args.hardware {
         present::hardware::render(&topo)
-    } else if args.json {
+    } else if args.format.json {
         present::json::render(&topo) + "\n"
     } else if let Some(path) = &args.svg {
         let svg = present::svg::render(&topo);

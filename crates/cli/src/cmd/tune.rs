@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use numakit::present::tune as present;
 use numakit::sys::SysRoot;
-use numakit::tune::{self, apply::Options, check, profiles, read, render, Setting, State, TuneError};
+use numakit::tune::{self, apply::Options, check, profiles, read, Setting, State, TuneError};
 
 use super::common::read_error;
 use crate::Failure;
@@ -24,10 +25,11 @@ pub struct TuneArgs {
 #[derive(Debug, Subcommand)]
 pub enum TuneAction {
     /// Every NUMA-relevant knob: current value, kernel default, what it does.
+    ///
+    /// With --json, the knobs as JSON (schema: docs/tune.md).
     Show {
-        /// Print JSON (schema: docs/tune.md).
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: crate::cli::JsonOut,
         #[command(flatten)]
         state: StateOpt,
     },
@@ -63,9 +65,8 @@ pub enum TuneAction {
     },
     /// List the profiles with what they set and where the advice comes from.
     Profiles {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: crate::cli::JsonOut,
         #[command(flatten)]
         dir: ProfilesDir,
     },
@@ -77,9 +78,8 @@ pub enum TuneAction {
         /// Compare with a saved baseline; exit 1 when anything differs.
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: crate::cli::JsonOut,
     },
 }
 
@@ -143,15 +143,15 @@ fn print(text: &str) -> anyhow::Result<()> {
 /// Runs `numakit tune`.
 pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
     match &args.action {
-        TuneAction::Show { json, state } => {
+        TuneAction::Show { format, state } => {
             sys.check().map_err(read_error)?;
             // the state file only annotates; an unreadable one is not an error here
             let saved = State::load(&state_path(sys, state)).ok().flatten();
             let readings = read::read_all_and_saved(sys, saved.as_ref());
-            let text = if *json {
-                render::show_json(sys, &readings, saved.as_ref())
+            let text = if format.json {
+                present::show_json(sys, &readings, saved.as_ref())
             } else {
-                render::show_text(&readings, saved.as_ref())
+                present::show_text(&readings, saved.as_ref())
             };
             print(&text)?;
             Ok(0)
@@ -178,19 +178,19 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             if !write.dry_run {
                 crate::output::applied("tune revert");
             }
-            print(&render::revert_text(sys, &out, &path))?;
+            print(&present::revert_text(sys, &out, &path))?;
             Ok(0)
         }
-        TuneAction::Profiles { json, dir } => {
+        TuneAction::Profiles { format, dir } => {
             let (all, errors) = profiles::list(&profiles_dir(sys, dir));
-            print(&if *json { render::profiles_json(&all) } else { render::profiles_text(&all) })?;
+            print(&if format.json { present::profiles_json(&all) } else { present::profiles_text(&all) })?;
             for e in &errors {
                 eprintln!("numakit: {e}");
             }
             Ok(if errors.is_empty() { 0 } else { 2 })
         }
-        TuneAction::Check { save_baseline, against, json } => {
-            check(sys, save_baseline.as_deref(), against.as_deref(), *json)
+        TuneAction::Check { save_baseline, against, format } => {
+            check(sys, save_baseline.as_deref(), against.as_deref(), format.json)
         }
     }
 }
@@ -208,7 +208,7 @@ fn apply_settings(sys: &SysRoot, settings: &[Setting], action: &str, write: &Wri
     if !write.dry_run {
         crate::output::applied(format!("tune {action} (state {})", path.display()));
     }
-    print(&render::apply_text(sys, &out, &path))?;
+    print(&present::apply_text(sys, &out, &path))?;
     Ok(0)
 }
 
@@ -244,7 +244,7 @@ fn irq_local(sys: &SysRoot, device: &str, write: &WriteOpts) -> anyhow::Result<u
         plan.cpus.to_list(),
         irq::ranges(mine)
     );
-    text.push_str(&render::apply_text(sys, &out, &path));
+    text.push_str(&present::apply_text(sys, &out, &path));
     if !plan.already.is_empty() {
         let already = irq::ranges(plan.already.iter().copied());
         text.push_str(&format!("IRQs {already}: already on node {}'s CPUs; left alone\n", plan.node));
@@ -309,9 +309,9 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
     let findings = check::report(&snap);
     let facts = check::facts(&snap);
     if let Some(path) = save {
-        let host = sys.read_nonempty("proc/sys/kernel/hostname").ok().flatten();
+        let host = numakit::sys::kernel::hostname(sys);
         let base = check::Baseline::new(host, facts.clone());
-        let text = serde_json::to_string_pretty(&base)? + "\n";
+        let text = present::baseline_json(&base);
         numakit::files::write_atomic(path, text.as_bytes()).map_err(|e| {
             failure(TuneError::Baseline { path: path.to_path_buf(), why: format!("cannot write it: {e}") })
         })?;
@@ -329,7 +329,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
         (Some(p), Some(b)) => Some((p, b, diffs.as_slice())),
         _ => None,
     };
-    print(&if json { render::check_json(&findings, ctx) } else { render::check_text(&findings, ctx) })?;
+    print(&if json { present::check_json(&findings, ctx) } else { present::check_text(&findings, ctx) })?;
     if let Some(path) = save {
         eprintln!("numakit: baseline saved in {}", numakit::text::path(path));
     }

@@ -80,6 +80,12 @@ fn extract_all() -> Vec<Fixture> {
         return Vec::new();
     };
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hwloc-fixtures");
+    // Test processes run side by side (cargo nextest): one extracts, the
+    // others wait for it on this lock and find the markers.
+    std::fs::create_dir_all(&work).expect("fixtures folder");
+    let lock = std::fs::File::create(work.join(".lock")).expect("fixtures lock");
+    // SAFETY: flock on a descriptor this function owns; released when `lock` is dropped.
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0, "lock fixtures");
     let mut out = Vec::new();
     let mut refs: Vec<PathBuf> = std::fs::read_dir(dir.join("refs"))
         .expect("refs folder")
@@ -238,4 +244,59 @@ pub fn fake_slurm_root(root: &Path, migrated: u64) {
     write(root, "proc/10/numa_maps", "1000 default anon=100 N0=100 kernelpagesize_kB=4\n");
     write(root, "proc/20/stat", &fake_stat_line(20, "rank", 2));
     write(root, "proc/20/numa_maps", "1000 interleave:0-1 anon=200 N0=100 N1=100 kernelpagesize_kB=4\n");
+}
+
+/// A frozen copy of this machine's `/sys/devices/system/node` in `dir`:
+/// every regular file that can be read, four levels down (counters,
+/// meminfo, CPU lists, huge pages), so that two tools run one after the
+/// other on it read the same figures. Returns the copy's folder.
+pub fn freeze_node_dir(dir: &Path) -> PathBuf {
+    fn copy(from: &Path, to: &Path, depth: u32) {
+        let Ok(entries) = std::fs::read_dir(from) else { return };
+        for e in entries.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            let dest = to.join(e.file_name());
+            if t.is_dir() && depth > 0 {
+                std::fs::create_dir_all(&dest).expect("mkdir");
+                copy(&e.path(), &dest, depth - 1);
+            } else if t.is_file() {
+                // Write-only attributes (compact, reclaim) cannot be read.
+                if let Ok(b) = std::fs::read(e.path()) {
+                    std::fs::write(&dest, b).expect("write the frozen copy");
+                }
+            }
+        }
+    }
+    let node_dir = dir.join("sys/devices/system/node");
+    std::fs::create_dir_all(&node_dir).expect("mkdir");
+    copy(Path::new("/sys/devices/system/node"), &node_dir, 4);
+    node_dir
+}
+
+/// Runs `program` as argv[0] `name` with `args` and `envs` (and
+/// `NUMASTAT_WIDTH`, `NUMAKIT_SYSROOT` removed) in a private mount
+/// namespace where `node_dir` lies over `/sys/devices/system/node`; `None`
+/// when that namespace cannot be made here (not root).
+pub fn run_on_node_dir(
+    node_dir: &Path,
+    program: &Path,
+    name: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> Option<std::process::Output> {
+    let mut c = Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "bash", "-c"])
+        .arg(r#"mount --bind "$0" /sys/devices/system/node || exit 97; p=$1; n=$2; shift 2; exec -a "$n" "$p" "$@""#)
+        .arg(node_dir)
+        .arg(program)
+        .arg(name)
+        .args(args)
+        .env_remove("NUMASTAT_WIDTH")
+        .env_remove("NUMAKIT_SYSROOT")
+        .env_remove("POSIXLY_CORRECT")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null());
+    let o = c.output().ok()?;
+    let refused = o.status.code() == Some(97) || String::from_utf8_lossy(&o.stderr).starts_with("unshare:");
+    (!refused).then_some(o)
 }

@@ -4,7 +4,7 @@
 //! and records the change.
 //!
 //! This is the only code in numakit that writes a kernel knob. It does not
-//! read knobs, validate values or decide anything: [`crate::tune`] checks
+//! read knobs, validate values or decide anything: `tune` (feature `tune`) checks
 //! every value against what the kernel accepts, saves the previous values
 //! and rolls back. What the kernel refuses comes back unchanged as an
 //! [`ActError::Sys`] naming the step (`open` or `write`) and the errno.

@@ -15,7 +15,7 @@
 //! * [`alloc`]: [`NodeBuffer`], an anonymous mapping bound to nodes (for
 //!   tests and benchmarks);
 //! * [`knobs`]: writes of kernel tunables under `/proc/sys` and `/sys`
-//!   (for [`crate::tune`]), relative to a [`crate::sys::SysRoot`];
+//!   (for `tune` and the daemon), relative to a [`crate::sys::SysRoot`];
 //! * [`log`]: the one recording point. Every wrapper that changes the system
 //!   calls [`log::record`] after the kernel accepted the change; queries are
 //!   not recorded.

@@ -10,6 +10,15 @@
 //! | LSF | this host's count in `LSB_MCPU_HOSTS` (`host n host n …`), else `LSB_DJOB_NUMPROC` | slots on this host / of the job |
 //! | PBS Pro | `NCPUS` | `ncpus` of the job's chunk on this host |
 //! | Torque | `PBS_NUM_PPN` | processors per node |
+//!
+//! [`job_cpus`] gathers them for the calling process (its variables, the
+//! machine ad, this host's name, its affinity).
+
+use std::path::Path;
+
+use crate::act;
+use crate::sys::{kernel, SysRoot};
+use crate::topo::Topology;
 
 /// The CPU count and the variable it came from, or `None` when no batch
 /// system's variable says it. `var` reads a variable, `file` a file's text
@@ -49,6 +58,30 @@ pub fn cpus_from_env(
         }
     }
     None
+}
+
+/// The CPUs a job started by this process needs, and where the number came
+/// from: the batch system's count in this process's environment
+/// ([`cpus_from_env`]; HTCondor's machine ad is read by [`crate::files::read_named`]'s
+/// checks, this host's name from `/proc/sys/kernel/hostname`), else the
+/// CPUs this process may use when fewer than those of `topo`'s nodes,
+/// else 1.
+pub fn job_cpus(topo: &Topology) -> (u32, String) {
+    let host = kernel::hostname(&SysRoot::live());
+    let var = |k: &str| std::env::var(k).ok();
+    // A file the batch system names (HTCondor's machine ad): the one
+    // reader of named files, regular and bounded.
+    let file = |p: &str| crate::files::read_named_text(Path::new(p)).ok();
+    if let Some(found) = cpus_from_env(&var, &file, host.as_deref()) {
+        return found;
+    }
+    if let Ok(mine) = act::get_affinity(act::Pid::SELF) {
+        let mine = mine.intersection(&topo.allowed.cpus);
+        if !mine.is_empty() && mine != topo.cpus_of_nodes(&topo.node_ids()) {
+            return (mine.len() as u32, format!("the CPUs this job may use ({})", mine.to_list()));
+        }
+    }
+    (1, "no batch system's count: 1".into())
 }
 
 /// The memory one Slurm task asked for, bytes, from its job's variables:

@@ -65,7 +65,7 @@ pub fn current(sys: &SysRoot, topo: &Topology, how: &LoadSource<'_>) -> Result<H
         }
     }
     let (idle, source) = match how.sample {
-        Some(w) => (crate::stats::cpu::idle_cpus_over(sys, w, 0.5)?, "sampled now"),
+        Some(w) => (crate::stats::cpu::idle_cpus_over(sys, w, auto::IDLE_SHARE)?, "sampled now"),
         None => (topo.allowed.cpus.clone(), "not sampled"),
     };
     Ok(HostLoad { loads: auto::loads_of(topo, &idle), reserved: CpuSet::new(), source: source.into(), warning })

@@ -7,7 +7,7 @@
 //! Welch's test must call the (equal) configurations different in at most
 //! 5% + 2% of them. The
 //! measured figures are recorded in docs/compare.md (run with
-//! `cargo test -p numakit selftest -- --nocapture` to see them).
+//! `cargo test -p numakit --features measure selftest -- --nocapture` to see them).
 
 use rand::distributions::Distribution;
 use rand::{rngs::StdRng, SeedableRng};

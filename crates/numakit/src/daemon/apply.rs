@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use super::action::{Action, ActionKind};
 use super::collect::{self, NodeCpus};
-use crate::act::{self, ActError, MoveFlags, MoveTally, PageRange, Pid};
+use crate::act::{self, ActError, MoveFlags, MoveTally, Pid};
+use crate::place::migrate::{page_ranges, Walk};
 use crate::procs;
 use crate::sets::{CpuSet, NodeSet};
 use crate::sys::SysRoot;
@@ -279,17 +280,14 @@ impl Applier<'_> {
     }
 
     /// Moves up to `pages` of the process's pages found on `from` to `to`
-    /// ([`act::move_ranges`]) over its private writable mappings.
+    /// ([`act::move_ranges`]) over its private writable mappings (the
+    /// selection [`page_ranges`] shares with `numakit migrate`).
     fn move_some(&self, pid: i32, from: u32, to: u32, pages: u64) -> Result<(), ActError> {
         let maps = match procs::read_maps(self.sys, pid) {
             Ok(Some(m)) => m,
             _ => return Err(ActError::sys("read maps", libc::ESRCH)),
         };
-        let ranges: Vec<PageRange> = maps
-            .iter()
-            .filter(|m| m.writable && !m.shared)
-            .map(|m| PageRange { start: m.start, end: m.end, page_bytes: self.page_bytes })
-            .collect();
+        let ranges = page_ranges(&maps, Walk::PrivateWritable { page_bytes: self.page_bytes });
         let mut tally = MoveTally::default();
         act::move_ranges(Pid(pid), &ranges, |n| n == from, to, pages, MoveFlags::MOVE, &mut tally)
     }

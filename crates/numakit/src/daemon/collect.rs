@@ -13,9 +13,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::config::Config;
 use super::history::History;
 use super::settings::Settings;
 use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
+use crate::act::mempolicy::{Mode, Policy};
+use crate::place::auto;
 use crate::procs::counters::{Event, ThreadCounters};
 use crate::procs::{self, numa_maps, pidstat, ProcStat};
 use crate::sets::{CpuSet, NodeSet};
@@ -97,14 +100,6 @@ struct MapsEntry {
     mem: BTreeMap<u32, u64>,
     policy: MemPolicy,
 }
-
-/// How long a process's memory per node read from `numa_maps` is used
-/// again while its resident size stays within 5%, its threads stay on the
-/// same node and no page of the machine has migrated (`pgmigrate_success`
-/// of `/proc/vmstat` unchanged): pages change node only by allocation (the
-/// resident size moves), migration (numakit's own, the kernel's AutoNUMA
-/// beside `autonuma = "place-cpus"`, compaction, other tools) or reclaim.
-pub const NUMA_MAPS_MAX_AGE_S: f64 = 60.0;
 
 /// Per-process numbers of the cheap first pass, for [`Collector::details`].
 #[derive(Debug, Clone, Copy)]
@@ -203,8 +198,8 @@ impl Collector {
         self.prev_at.is_some()
     }
 
-    /// CPUs idle at least half of the last window (what `run --auto`
-    /// counts as idle).
+    /// CPUs idle at least [`auto::IDLE_SHARE`] of the last window (what
+    /// `run --auto` counts as idle).
     pub fn last_idle(&self) -> &CpuSet {
         &self.last_idle
     }
@@ -224,7 +219,7 @@ impl Collector {
         mono_s: f64,
         wall_s: f64,
     ) -> Result<(Snapshot, ScanCounts), SysError> {
-        let clk = stats::clock_ticks_per_sec();
+        let clk = pidstat::clock_ticks_per_sec();
         let page = stats::page_size();
         let window = self.prev_at.map(|p| (mono_s - p).max(1e-3));
         let uptime = read_uptime(sys)?;
@@ -318,7 +313,8 @@ impl Collector {
             }
             let rss = st.rss_pages.saturating_mul(page);
             let age_s = (uptime - st.start_ticks as f64 / clk).max(0.0);
-            let rec = history.committed.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s));
+            let rec =
+                history.committed.procs.get(&pid).filter(|r| r.same_process(wall_s - age_s, cfg.same_start_slack_s));
             let placed = rec.is_some_and(|r| r.placement.is_some());
             // A move still settling is read afresh every scan.
             let settling = rec.and_then(|r| r.placement.as_ref()).is_some_and(|p| !p.judged || !p.pending.is_empty());
@@ -326,7 +322,7 @@ impl Collector {
                 continue;
             }
             let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated };
-            match self.details(sys, node_cpus, include, managed, &st, &ctx, &mut threads_seen, counters.as_mut()) {
+            match self.details(sys, node_cpus, include, managed, &st, &ctx, cfg, &mut threads_seen, counters.as_mut()) {
                 Ok(Some((p, entry, fresh))) => {
                     counted.push(pid);
                     counts.detailed += 1;
@@ -346,7 +342,7 @@ impl Collector {
             self.counters = Some(c);
         }
         self.prev_at = Some(mono_s);
-        self.last_idle = idle.iter().filter(|(_, s)| **s >= 0.5).map(|(c, _)| *c).collect();
+        self.last_idle = idle.iter().filter(|(_, s)| **s >= auto::IDLE_SHARE).map(|(c, _)| *c).collect();
         self.prev_cpu = Some(cpu_now);
         self.prev_threads = threads_seen;
         // Keep the entries of processes still alive that were not
@@ -381,6 +377,7 @@ impl Collector {
         managed: &ManagedCgroups,
         st: &ProcStat,
         ctx: &Ctx,
+        cfg: &Config,
         threads_seen: &mut HashMap<i32, ThreadSeen>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
@@ -404,7 +401,7 @@ impl Collector {
         // the window, so its time is split half and half (the expectation
         // for a uniform moment), not all given to where it happens to be
         // (a scheduler's bounce onto a busy node would look like room).
-        let clk = stats::clock_ticks_per_sec();
+        let clk = pidstat::clock_ticks_per_sec();
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
         let mut measured = 0.0;
@@ -445,9 +442,9 @@ impl Collector {
             !settling
                 && e.start_ticks == st.start_ticks
                 && e.main_node == main_node
-                && mono_s - e.at < NUMA_MAPS_MAX_AGE_S
+                && mono_s - e.at < cfg.numa_maps_max_age_s
                 && e.migrated == migrated
-                && (e.rss as f64 - rss as f64).abs() <= 0.05 * e.rss.max(1) as f64
+                && (e.rss as f64 - rss as f64).abs() <= cfg.numa_maps_rss_share * e.rss.max(1) as f64
         });
         let (entry, fresh) = match cached {
             Some(e) => (e.clone(), false),
@@ -562,78 +559,19 @@ pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
 
 /// A policy as `numa_maps` prints it (`default`, `local`, `bind:0-1`,
 /// `prefer:1`, `prefer (many):1-2`, `interleave:0-3`,
-/// `weighted interleave:0-1`; flags like `=static` after the mode).
+/// `weighted interleave:0-1`; flags like `=static` after the mode), read
+/// by the one policy parser ([`Policy`]'s); text no kernel writes is
+/// [`MemPolicy::Default`].
 pub fn parse_policy(s: &str) -> MemPolicy {
-    let (mode, nodes) = s.split_once(':').unwrap_or((s, ""));
-    let mode = mode.split('=').next().unwrap_or(mode);
-    let set = NodeSet::parse_list(nodes.trim()).unwrap_or_default();
-    match mode {
-        "bind" => MemPolicy::Bind(set),
-        "prefer" | "prefer (many)" => MemPolicy::Preferred(set),
-        "interleave" | "weighted interleave" => MemPolicy::Interleave(set),
-        "local" => MemPolicy::Local,
-        _ => MemPolicy::Default,
+    let Ok(p) = s.parse::<Policy>() else { return MemPolicy::Default };
+    match p.mode {
+        Mode::Bind => MemPolicy::Bind(p.nodes),
+        Mode::Preferred | Mode::PreferredMany => MemPolicy::Preferred(p.nodes),
+        Mode::Interleave | Mode::WeightedInterleave => MemPolicy::Interleave(p.nodes),
+        Mode::Local => MemPolicy::Local,
+        Mode::Default => MemPolicy::Default,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn policies_as_numa_maps_prints_them() {
-        assert_eq!(parse_policy("default"), MemPolicy::Default);
-        assert_eq!(parse_policy("local"), MemPolicy::Local);
-        assert_eq!(parse_policy("bind:0-1"), MemPolicy::Bind(NodeSet::parse_list("0-1").unwrap()));
-        assert_eq!(parse_policy("bind=static:2"), MemPolicy::Bind(NodeSet::parse_list("2").unwrap()));
-        assert_eq!(parse_policy("prefer (many):1,3"), MemPolicy::Preferred(NodeSet::parse_list("1,3").unwrap()));
-        assert_eq!(parse_policy("weighted interleave:0-3"), MemPolicy::Interleave(NodeSet::parse_list("0-3").unwrap()));
-    }
-
-    #[test]
-    fn memory_and_main_policy() {
-        let text = "00400000 default file=/usr/bin/x mapped=10 N0=10 kernelpagesize_kB=4\n\
-                    7f0000000000 bind:1 anon=100 dirty=100 N1=100 kernelpagesize_kB=4\n\
-                    7f1000000000 default anon=20 dirty=20 N0=5 N2=15 kernelpagesize_kB=4\n";
-        let (per, pol) = memory_of(text);
-        assert_eq!(per.get(&0), Some(&(15 * 4096)));
-        assert_eq!(per.get(&1), Some(&(100 * 4096)));
-        assert_eq!(per.get(&2), Some(&(15 * 4096)));
-        assert_eq!(pol, MemPolicy::Bind(NodeSet::parse_list("1").unwrap()));
-    }
-
-    #[test]
-    fn memory_sums_saturate() {
-        let t = "1000 default anon=1 N0=18446744073709551615 kernelpagesize_kB=4\n\
-                 2000 default anon=1 N0=7 kernelpagesize_kB=4\n";
-        let (per_node, _) = memory_of(t);
-        assert_eq!(per_node.get(&0), Some(&u64::MAX));
-    }
-
-    #[test]
-    fn shared_file_pages_are_not_the_processs_memory() {
-        // libc mapped by 6 processes; the binary by this one only; a
-        // private file mapping with copied-on-write pages; shared memory.
-        let text = "7f00 default file=/usr/lib/libc.so.6 mapped=400 mapmax=6 N3=400 kernelpagesize_kB=4\n\
-                    00400000 default file=/usr/bin/job mapped=30 N2=30 kernelpagesize_kB=4\n\
-                    7f10 default file=/usr/lib/data anon=8 dirty=8 mapmax=2 N1=8 kernelpagesize_kB=4\n\
-                    7f20 default file=/dev/shm/seg mapped=50 mapmax=3 N1=50 kernelpagesize_kB=4\n\
-                    7f30 default anon=100 dirty=100 N0=100 kernelpagesize_kB=4\n";
-        let (per, _) = memory_of(text);
-        assert_eq!(per.get(&3), None, "{per:?}");
-        assert_eq!(per.get(&2), Some(&(30 * 4096)));
-        assert_eq!(per.get(&1), Some(&(58 * 4096)));
-        assert_eq!(per.get(&0), Some(&(100 * 4096)));
-    }
-
-    #[test]
-    fn node_cover() {
-        let nc =
-            NodeCpus { nodes: vec![(0, CpuSet::parse_list("0-3").unwrap()), (1, CpuSet::parse_list("4-7").unwrap())] };
-        assert_eq!(nc.nodes_of(&CpuSet::parse_list("0-7").unwrap()), (NodeSet::parse_list("0-1").unwrap(), false));
-        assert_eq!(nc.nodes_of(&CpuSet::parse_list("4-7").unwrap()), (NodeSet::parse_list("1").unwrap(), false));
-        assert_eq!(nc.nodes_of(&CpuSet::parse_list("2-7").unwrap()), (NodeSet::parse_list("0-1").unwrap(), true));
-        assert_eq!(nc.node_of(5), Some(1));
-        assert_eq!(nc.cpus_of(&NodeSet::parse_list("1").unwrap()).to_list(), "4-7");
-    }
-}
+mod tests;

@@ -85,7 +85,8 @@ pub struct Config {
     /// observed scheduler drift makes a later remote placement likely.
     pub pin_in_place: bool,
     /// Prior for the drift rate (moves of an unbound process's threads to
-    /// another node, per process-hour), weighted as one observed hour.
+    /// another node, per process-hour), weighted as `drift_prior_weight_s`
+    /// of observation.
     /// 1 per hour: an assumption, replaced by the observed rate as scans
     /// accumulate.
     pub drift_prior_per_hour: f64,
@@ -148,6 +149,37 @@ pub struct Config {
     /// must follow them later at the same cost, and they run remote until
     /// it does). 2.
     pub displaced_mem_factor: f64,
+
+    // The numbers below were constants of the history and of the collector
+    // (none measured or fitted either); named here for the same reason.
+    /// Weight of `drift_prior_per_hour` against the observed drifts, as
+    /// seconds of observation. 3600 s: one hour, the prior's own unit.
+    pub drift_prior_weight_s: f64,
+    /// How far apart two start times of one pid may be and still be the
+    /// same process. Start times come from ages in clock ticks and wall
+    /// times read at different instants of a scan; a reused pid starts
+    /// later than that. 2 s: a margin well above those differences.
+    pub same_start_slack_s: f64,
+    /// Run times kept per command name, the most recent (what `runs_to_learn`
+    /// counts and the horizon learns from). 32: a choice (not measured) that
+    /// bounds the history, over ten times `runs_to_learn`.
+    pub runs_kept: u32,
+    /// Command names whose run times are kept, those that ended most
+    /// recently. 512: a choice that bounds the history (at most
+    /// 512 × `runs_kept` run times).
+    pub comms_with_runs_kept: u32,
+    /// The collector uses a candidate's memory per node read from
+    /// `numa_maps` again for at most this long, while its resident size
+    /// stays within `numa_maps_rss_share`, its threads stay on the same node
+    /// and no page of the machine has migrated (`pgmigrate_success` of
+    /// `/proc/vmstat` unchanged): pages change node only by allocation (the
+    /// resident size moves), migration (numakit's own, the kernel's
+    /// AutoNUMA beside `autonuma = "place-cpus"`, compaction, other tools)
+    /// or reclaim. 60 s: four scans, as `min_age_s` and `settle_s`.
+    pub numa_maps_max_age_s: f64,
+    /// See `numa_maps_max_age_s`: the share by which the resident size may
+    /// move. 0.05 (5 %): a choice (not measured).
+    pub numa_maps_rss_share: f64,
 }
 
 impl Default for Config {
@@ -194,6 +226,12 @@ impl Default for Config {
             min_chunk_bytes: 64 << 20,
             drift_protect_weight: 0.5,
             displaced_mem_factor: 2.0,
+            drift_prior_weight_s: 3600.0,
+            same_start_slack_s: 2.0,
+            runs_kept: 32,
+            comms_with_runs_kept: 512,
+            numa_maps_max_age_s: 60.0,
+            numa_maps_rss_share: 0.05,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The control socket of `numakit ctl` and `numakit advise`: a Unix stream
 //! socket, one JSON request line in, one JSON response line out (what they
-//! hold is [`super::protocol`]), and the typed [`Client`].
+//! hold is [`super::protocol`]); its server ([`bind`], [`serve`]: each
+//! connection in a thread of its own, its request handed to the daemon's
+//! loop, which owns the state) and the typed [`Client`].
 //!
 //! Only root, or members of a configured group, may use it: the peer's
 //! credentials come from the kernel (`SO_PEERCRED`), its supplementary
@@ -9,8 +11,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::io::AsRawFd;
-use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -79,8 +83,7 @@ pub fn supplementary_groups(sys: &SysRoot, pid: i32) -> Vec<u32> {
         .ok()
         .flatten()
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("Groups:"))
+            crate::sys::status_field(&t, "Groups:")
                 .map(|g| g.split_whitespace().filter_map(|x| x.parse().ok()).collect())
         })
         .unwrap_or_default()
@@ -151,6 +154,118 @@ pub fn write_response(mut stream: &UnixStream, resp: &Response) -> std::io::Resu
     let mut text = serde_json::to_string(resp).unwrap_or_else(|_| "{\"ok\":false}".into());
     text.push('\n');
     stream.write_all(text.as_bytes())
+}
+
+/// A request handed from a connection to the daemon's loop, with where the
+/// loop sends its response.
+pub type CtlMsg = (Request, mpsc::Sender<Response>);
+
+/// Connections served at once; one more is answered "busy" at once.
+pub const MAX_CONNECTIONS: usize = 32;
+
+/// How long a connection waits for the loop's response.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why the control socket could not be set up (one line, naming the path).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BindError(String);
+
+/// Binds the control socket: refuses when another daemon answers there,
+/// replaces a stale socket, refuses anything else at that path (a typo in
+/// `socket` must never delete a file); mode 0660 with the control group.
+pub fn bind(path: &Path, group: Option<u32>) -> Result<UnixListener, BindError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => {
+            if UnixStream::connect(path).is_ok() {
+                return Err(BindError(format!("another numakit daemon is running (socket {})", path.display())));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| BindError(format!("cannot replace the stale socket {}: {e}", path.display())))?;
+        }
+        Ok(_) => {
+            return Err(BindError(format!(
+                "socket {}: something that is not a socket is there; refusing to replace it",
+                path.display()
+            )))
+        }
+        Err(_) => {}
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| BindError(format!("{}: {e}", dir.display())))?;
+    }
+    // Bound and given its mode and group under a temporary name, then
+    // renamed into place: the socket appears only once it listens, with
+    // its final permissions (a client never sees it refuse, or open).
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp_name);
+    let _ = std::fs::remove_file(&tmp);
+    let cannot = |e: std::io::Error| BindError(format!("cannot listen on {}: {e}", path.display()));
+    let l = UnixListener::bind(&tmp).map_err(cannot)?;
+    let placed = (|| {
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o660))?;
+        if let Some(g) = group {
+            std::os::unix::fs::chown(&tmp, None, Some(g))?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(cannot(e));
+    }
+    Ok(l)
+}
+
+/// Accepts connections until the listener fails, each served in a thread
+/// of its own (at most [`MAX_CONNECTIONS`]), so a slow or idle client never
+/// delays another: the request is read ([`read_request`]), the peer checked
+/// against `access`, and the request handed to the daemon's loop through
+/// `tx`, whose response is written back. Blocks: the caller runs it in a
+/// thread.
+pub fn serve(listener: UnixListener, sys: SysRoot, access: Access, tx: mpsc::Sender<CtlMsg>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        let Ok(stream) = conn else { continue };
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            let _ = write_response(&stream, &Response::err("the daemon is busy: too many connections"));
+            continue;
+        }
+        let (sys, tx, done) = (sys.clone(), tx.clone(), open.clone());
+        let spawned = std::thread::Builder::new().name("numakit-ctl".into()).spawn(move || {
+            serve_one(&stream, &sys, access, &tx);
+            done.fetch_sub(1, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn serve_one(stream: &UnixStream, sys: &SysRoot, access: Access, tx: &mpsc::Sender<CtlMsg>) {
+    // The request is read before the access check, so that a refused
+    // client reads the refusal instead of a broken pipe.
+    let req = read_request(stream, REQUEST_TIMEOUT);
+    let resp = match (peer(stream), req) {
+        (Err(e), _) => Response::err(format!("cannot read the peer's credentials: {e}")),
+        (Ok(p), _) if !access.allows(sys, &p) => Response::err(format!(
+            "permission denied: uid {} is not root{}",
+            p.uid,
+            access.group.map_or(String::new(), |g| format!(" and not in group {g}"))
+        )),
+        (Ok(_), Err(e)) => Response::err(e),
+        (Ok(_), Ok(req)) => {
+            let (rtx, rrx) = mpsc::channel();
+            if tx.send((req, rtx)).is_err() {
+                return;
+            }
+            rrx.recv_timeout(RESPONSE_TIMEOUT).unwrap_or_else(|_| Response::err("the daemon did not answer in 30 s"))
+        }
+    };
+    let _ = write_response(stream, &resp);
 }
 
 /// Why a client request failed.

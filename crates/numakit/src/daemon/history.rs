@@ -59,14 +59,10 @@ pub struct Placement {
     pub settled_from_s: f64,
 }
 
-/// How far apart two start times of one pid may be and still be the same
-/// process, seconds: start times come from ages in clock ticks and wall
-/// times read at different instants of a scan; a reused pid starts later
-/// than that.
-pub const SAME_START_SLACK_S: f64 = 2.0;
-
-fn same_start(a: f64, b: f64) -> bool {
-    (a - b).abs() <= SAME_START_SLACK_S
+/// Whether two start times of one pid are of the same process: at most
+/// `slack_s` apart ([`Config::same_start_slack_s`](super::Config::same_start_slack_s)).
+fn same_start(a: f64, b: f64, slack_s: f64) -> bool {
+    (a - b).abs() <= slack_s
 }
 
 /// What the scans saw of one process.
@@ -90,9 +86,10 @@ impl ProcObserved {
     }
 
     /// Whether a process that started at `start_s` is the one this record
-    /// is of (and not a later process with its reused pid).
-    pub fn same_process(&self, start_s: f64) -> bool {
-        same_start(self.start_s, start_s)
+    /// is of (and not a later process with its reused pid), start times
+    /// at most `slack_s` apart.
+    pub fn same_process(&self, start_s: f64, slack_s: f64) -> bool {
+        same_start(self.start_s, start_s, slack_s)
     }
 }
 
@@ -120,22 +117,17 @@ impl ProcCommitted {
     }
 
     /// As [`ProcObserved::same_process`].
-    pub fn same_process(&self, start_s: f64) -> bool {
-        same_start(self.start_s, start_s)
+    pub fn same_process(&self, start_s: f64, slack_s: f64) -> bool {
+        same_start(self.start_s, start_s, slack_s)
     }
 }
-
-/// Run times kept per command name (the most recent).
-pub const RUNS_KEPT: usize = 32;
-/// Command names whose run times are kept (those that ended most recently).
-pub const COMMS_WITH_RUNS_KEPT: usize = 512;
 
 /// What the scans saw of one command name: how long its processes ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct CommRuns {
-    /// Run times (seconds, start to exit) of the last [`RUNS_KEPT`]
-    /// processes of this name that numakit watched and saw exit, oldest
-    /// first.
+    /// Run times (seconds, start to exit) of the last
+    /// [`Config::runs_kept`](super::Config::runs_kept) processes of this
+    /// name that numakit watched and saw exit, oldest first.
     #[serde(default)]
     pub runs: Vec<f64>,
     /// When the last of them exited.
@@ -144,12 +136,12 @@ pub struct CommRuns {
 }
 
 impl CommRuns {
-    /// Records one run that ended at `at_s` after `run_s` seconds.
-    pub fn record_run(&mut self, run_s: f64, at_s: f64) {
-        if self.runs.len() >= RUNS_KEPT {
-            self.runs.remove(0);
-        }
+    /// Records one run that ended at `at_s` after `run_s` seconds, keeping
+    /// the last `kept`.
+    pub fn record_run(&mut self, run_s: f64, at_s: f64, kept: u32) {
         self.runs.push(run_s.max(0.0));
+        let excess = self.runs.len().saturating_sub(kept as usize);
+        self.runs.drain(..excess);
         self.last_run_s = Some(at_s);
     }
 }
@@ -182,9 +174,11 @@ pub struct Observed {
 
 impl Observed {
     /// Observed drift rate per process-second, with a prior of
-    /// `prior_per_hour` weighted as one hour of observation.
-    pub fn drift_rate(&self, prior_per_hour: f64) -> f64 {
-        (self.drifts as f64 + prior_per_hour) / (self.drift_observed_s + 3600.0)
+    /// `prior_per_hour` weighted as `prior_weight_s` seconds of
+    /// observation.
+    pub fn drift_rate(&self, prior_per_hour: f64, prior_weight_s: f64) -> f64 {
+        let prior = prior_per_hour * (prior_weight_s / 3600.0);
+        (self.drifts as f64 + prior) / (self.drift_observed_s + prior_weight_s)
     }
 }
 

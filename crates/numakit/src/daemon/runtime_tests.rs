@@ -262,8 +262,8 @@ fn collector_rates_candidates_and_owner_placement() {
     assert_eq!(counts.numa_maps_read, 3);
     let reco = snap.procs.iter().find(|p| p.pid == 100).unwrap();
     assert_eq!((reco.mem_per_node.get(&0), reco.mem_per_node.get(&3)), (None, Some(&(GIB_PAGES * 2 * 4096))));
-    // ... and every scan after NUMA_MAPS_MAX_AGE_S.
-    let later = 3.7 + super::collect::NUMA_MAPS_MAX_AGE_S;
+    // ... and every scan after `numa_maps_max_age_s`.
+    let later = 3.7 + super::Config::default().numa_maps_max_age_s;
     farm(&f, 300 + 6100);
     f.tick(6400, 3200);
     let (_, counts) = rig.scan(later).unwrap();

@@ -19,7 +19,7 @@
 //! Every field may be left out; [`Settings::validate`] checks the values
 //! and names the bad one in a one-line error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -172,7 +172,26 @@ impl Default for Settings {
 #[error("{0}")]
 pub struct SettingsError(pub String);
 
+/// Why a configuration file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read ([`crate::files::read_named`]'s reason;
+    /// callers name the file).
+    #[error("{0}")]
+    Read(crate::files::Unreadable),
+    /// It was read but is not a valid configuration (names the file).
+    #[error(transparent)]
+    Invalid(#[from] SettingsError),
+}
+
 impl Settings {
+    /// Reads and checks the configuration file `path` (the one reader of
+    /// `--config`, for the daemon, `ctl` and a reload).
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let text = crate::files::read_named_text(path).map_err(|e| LoadError::Read(e.why))?;
+        Ok(Self::from_toml(&text, &path.display().to_string())?)
+    }
+
     /// Parses TOML and validates it; `origin` names the file in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, SettingsError> {
         let s: Settings = toml::from_str(text).map_err(|e| {
@@ -213,6 +232,7 @@ impl Settings {
             ("decide.ratio_at", d.ratio_at, 1.0, 100.0),
             ("decide.stickiness", d.stickiness, 1.0, 100.0),
             ("decide.min_benefit_over_cost", d.min_benefit_over_cost, 0.0, 1e6),
+            ("decide.numa_maps_rss_share", d.numa_maps_rss_share, 0.0, 1.0),
         ];
         for (name, v, lo, hi) in fractions {
             if !(v.is_finite() && (lo..=hi).contains(&v)) {
@@ -228,11 +248,16 @@ impl Settings {
             ("decide.comm_leave_alone_s", d.comm_leave_alone_s),
             ("decide.migrate_cost_s_per_gib", d.migrate_cost_s_per_gib),
             ("decide.interval_s", d.interval_s),
+            ("decide.same_start_slack_s", d.same_start_slack_s),
+            ("decide.numa_maps_max_age_s", d.numa_maps_max_age_s),
         ];
         for (name, v) in times {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(name, &v, "must be a number of seconds, 0 or more");
             }
+        }
+        if !(d.drift_prior_weight_s.is_finite() && d.drift_prior_weight_s > 0.0) {
+            return bad("decide.drift_prior_weight_s", &d.drift_prior_weight_s, "must be a number of seconds above 0");
         }
         if d.page_bytes == 0 || !d.page_bytes.is_power_of_two() {
             return bad("decide.page_bytes", &d.page_bytes, "must be a power of two");
@@ -329,6 +354,9 @@ mod tests {
         assert!(e("intervl = 3").contains("intervl"));
         assert!(e("[decide]\nharm_threshold = 2").contains("decide.harm_threshold = 2"));
         assert!(e("[decide]\npage_bytes = 3000").contains("decide.page_bytes = 3000"));
+        assert!(e("[decide]\ndrift_prior_weight_s = 0").contains("decide.drift_prior_weight_s = 0"));
+        assert!(e("[decide]\nnuma_maps_rss_share = 1.5").contains("decide.numa_maps_rss_share = 1.5"));
+        assert!(e("[decide]\nsame_start_slack_s = -1").contains("decide.same_start_slack_s = -1"));
         for t in ["interval_min_s = 0", "[decide]\nmin_cpu = -1", "[decide]\ncooldown_s = -5"] {
             assert!(!e(t).contains('\n'), "{t}");
         }

@@ -132,6 +132,12 @@ pub struct StepOutcome {
     pub arm: String,
     /// How [`StepOutcome::arm`] was set.
     pub arm_source: ArmSource,
+    /// The experiment's arms with their configured shares, as the site
+    /// wrote them (`auto:50,none:50`), so that `numakit report` checks the
+    /// assignment against them. Added within version 1: `None` in older
+    /// records and where no experiment ran.
+    #[serde(default)]
+    pub arms: Option<String>,
     /// What the step was given.
     pub placement: Placement,
     /// Start, seconds since the epoch.
@@ -186,6 +192,7 @@ mod tests {
             period: Some(493_000),
             arm: "auto".into(),
             arm_source: ArmSource::Assigned,
+            arms: Some("auto:50,none:50".into()),
             placement: Placement { mode: "auto".into(), cpus: Some("0-3".into()), memory: Some("bind 0".into()) },
             start_unix: 1.0,
             end_unix: 3.5,
@@ -217,5 +224,10 @@ mod tests {
         assert!(line.contains("\"unit\":\"host-period\"") && line.contains("\"arm_source\":\"assigned\""), "{line}");
         let back: StepOutcome = serde_json::from_str(&line).expect("parse");
         assert_eq!(back, r);
+        // a record written before `arms` was added still reads
+        let old = line.replace("\"arms\":\"auto:50,none:50\",", "");
+        assert!(!old.contains("arms"), "{old}");
+        let back: StepOutcome = serde_json::from_str(&old).expect("parse");
+        assert_eq!(back.arms, None);
     }
 }

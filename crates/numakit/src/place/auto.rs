@@ -29,6 +29,11 @@ use crate::topo::Topology;
 /// Exit code for "cannot place now, try later" (sysexits.h EX_TEMPFAIL).
 pub const EX_TEMPFAIL: u8 = 75;
 
+/// A CPU idle for at least this share of the window its load was sampled
+/// over counts as idle ([`NodeLoad::idle_cpus`]), whoever sampled it: `run
+/// --auto` itself or the daemon's last scan. 0.5: idle more than busy.
+pub const IDLE_SHARE: f64 = 0.5;
+
 /// What a job needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AutoRequest {
@@ -50,7 +55,7 @@ pub struct NodeLoad {
     /// Its free memory.
     pub free_bytes: u64,
     /// Jobs numakit placed there that still run (from the job ledger,
-    /// [`crate::batch::ledger`]; 0 when not known). Among the nodes a job
+    /// `batch::ledger`; 0 when not known). Among the nodes a job
     /// fits, the one with the fewest comes first, so that jobs starting
     /// together spread.
     pub placed: u32,

@@ -350,13 +350,5 @@ pub fn nearest_memory_nodes(topo: &Topology, n: u32) -> NodeSet {
     mem.iter().filter(|&m| best.is_some() && topo.distance(n, m) == best).collect()
 }
 
-/// Parses `/proc/sys/kernel/osrelease` style text ("6.1.0-27-amd64").
-pub fn parse_kernel_version(text: &str) -> Option<(u32, u32)> {
-    let mut it = text.trim().split(|c: char| !c.is_ascii_digit());
-    let major = it.next()?.parse().ok()?;
-    let minor = it.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
 #[cfg(test)]
 mod tests;

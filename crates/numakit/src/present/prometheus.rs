@@ -12,6 +12,7 @@
 
 use std::fmt::Write as _;
 
+use crate::daemon::protocol::Status;
 use crate::stats::cgroup::{CgroupSample, JobReport};
 use crate::stats::MetricsSample;
 
@@ -226,13 +227,13 @@ pub fn render(s: &MetricsSample) -> String {
     out
 }
 
-/// The daemon's families, from its `status.json` (see
+/// The daemon's families, from its status ([`Status`], the `ctl status`
+/// answer the daemon also writes to `status.json`, see
 /// [`crate::daemon::service::Service::status`]); `age_s` is how long ago
-/// the file was written. Fields the file lacks are left out.
-pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
+/// the file was written.
+pub fn daemon(status: &Status, age_s: f64) -> String {
     let mut out = String::new();
-    let c = &status["counters"];
-    let num = |v: &serde_json::Value| v.as_f64();
+    let c = &status.counters;
     Family::new(
         &mut out,
         "numakit_daemon_status_age_seconds",
@@ -240,7 +241,7 @@ pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
         "Seconds since the daemon last wrote its status.",
     )
     .sample(&[], age_s);
-    let deferred = if status["deferred"].is_string() { 1.0 } else { 0.0 };
+    let deferred = if status.deferred.is_some() { 1.0 } else { 0.0 };
     Family::new(
         &mut out,
         "numakit_daemon_deferred",
@@ -248,7 +249,7 @@ pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
         "1 while the daemon only decides and logs because kernel AutoNUMA is on.",
     )
     .sample(&[], deferred);
-    let cpus_only = if status["cpus_only"].is_string() { 1.0 } else { 0.0 };
+    let cpus_only = if status.cpus_only.is_some() { 1.0 } else { 0.0 };
     Family::new(
         &mut out,
         "numakit_daemon_cpus_only",
@@ -256,47 +257,44 @@ pub fn daemon(status: &serde_json::Value, age_s: f64) -> String {
         "1 while the daemon places CPUs only and leaves page migration to kernel AutoNUMA.",
     )
     .sample(&[], cpus_only);
-    let counters: [(&str, &str, &str); 8] = [
-        ("scans", "numakit_daemon_scans_total", "Scans done since the daemon started."),
-        ("scan_cpu_seconds_total", "numakit_daemon_scan_cpu_seconds_total", "CPU time spent in scans."),
-        ("pages_migrated_total", "numakit_daemon_pages_migrated_total", "Pages moved, read back from numa_maps."),
-        ("reverts_total", "numakit_daemon_reverts_total", "Moves undone after they did harm."),
-        ("failures_total", "numakit_daemon_failures_total", "Actions the kernel refused."),
-        ("gone_total", "numakit_daemon_gone_total", "Actions whose process exited first."),
-        ("repairs_total", "numakit_daemon_repairs_total", "Half-applied binds found and fixed at start."),
-        ("binds_total", "numakit_daemon_binds_total", "CPU binds applied."),
+    let counters: [(f64, &str, &str); 9] = [
+        (c.scans as f64, "numakit_daemon_scans_total", "Scans done since the daemon started."),
+        (c.scan_cpu_seconds_total, "numakit_daemon_scan_cpu_seconds_total", "CPU time spent in scans."),
+        (
+            c.pages_migrated_total as f64,
+            "numakit_daemon_pages_migrated_total",
+            "Pages moved, read back from numa_maps.",
+        ),
+        (c.reverts_total as f64, "numakit_daemon_reverts_total", "Moves undone after they did harm."),
+        (c.failures_total as f64, "numakit_daemon_failures_total", "Actions the kernel refused."),
+        (c.gone_total as f64, "numakit_daemon_gone_total", "Actions whose process exited first."),
+        (c.repairs_total as f64, "numakit_daemon_repairs_total", "Half-applied binds found and fixed at start."),
+        (c.binds_total as f64, "numakit_daemon_binds_total", "CPU binds applied."),
+        (c.migrations_total as f64, "numakit_daemon_migrations_total", "Page migration actions applied."),
     ];
-    for (key, name, help) in counters {
-        if let Some(v) = num(&c[key]) {
-            Family::new(&mut out, name, "counter", help).sample(&[], v);
-        }
+    for (v, name, help) in counters {
+        Family::new(&mut out, name, "counter", help).sample(&[], v);
     }
-    if let Some(v) = num(&c["migrations_total"]) {
-        Family::new(&mut out, "numakit_daemon_migrations_total", "counter", "Page migration actions applied.")
-            .sample(&[], v);
-    }
-    let gauges: [(&str, &str, &str); 3] = [
-        ("last_scan_cpu_seconds", "numakit_daemon_last_scan_cpu_seconds", "CPU time of the last scan."),
-        ("candidates", "numakit_daemon_candidates", "Processes whose placement was considered in the last scan."),
-        ("processes", "numakit_daemon_processes", "Processes looked at in the last scan."),
+    let gauges: [(f64, &str, &str); 3] = [
+        (c.last_scan_cpu_seconds, "numakit_daemon_last_scan_cpu_seconds", "CPU time of the last scan."),
+        (
+            c.candidates as f64,
+            "numakit_daemon_candidates",
+            "Processes whose placement was considered in the last scan.",
+        ),
+        (c.processes as f64, "numakit_daemon_processes", "Processes looked at in the last scan."),
     ];
-    for (key, name, help) in gauges {
-        if let Some(v) = num(&c[key]) {
-            Family::new(&mut out, name, "gauge", help).sample(&[], v);
-        }
+    for (v, name, help) in gauges {
+        Family::new(&mut out, name, "gauge", help).sample(&[], v);
     }
-    if let Some(map) = c["decisions_total"].as_object() {
-        let mut fam = Family::new(
-            &mut out,
-            "numakit_daemon_decisions_total",
-            "counter",
-            "Decisions made, by reason (keeps included).",
-        );
-        for (reason, v) in map {
-            if let Some(v) = v.as_f64() {
-                fam.sample(&[("reason", reason)], v);
-            }
-        }
+    let mut fam = Family::new(
+        &mut out,
+        "numakit_daemon_decisions_total",
+        "counter",
+        "Decisions made, by reason (keeps included).",
+    );
+    for (reason, v) in &c.decisions_total {
+        fam.sample(&[("reason", reason)], *v as f64);
     }
     out
 }
@@ -537,6 +535,32 @@ mod tests {
             "{empty}"
         );
         assert!(empty.contains("numakit_exporter_cgroups_unreadable 0\n"), "{empty}");
+    }
+
+    #[test]
+    fn daemon_families_from_the_typed_status() {
+        let mut st = Status { deferred: Some("AutoNUMA is on".into()), ..Status::default() };
+        st.counters.scans = 7;
+        st.counters.scan_cpu_seconds_total = 0.25;
+        st.counters.migrations_total = 2;
+        st.counters.decisions_total = [("keep".to_string(), 5), ("bind-cpus".to_string(), 2)].into();
+        // As the exporter reads it: the daemon's status.json.
+        let st: Status = serde_json::from_str(&serde_json::to_string_pretty(&st).expect("json")).expect("typed");
+        let t = daemon(&st, 1.5);
+        for line in [
+            "numakit_daemon_status_age_seconds 1.5",
+            "numakit_daemon_deferred 1",
+            "numakit_daemon_cpus_only 0",
+            "numakit_daemon_scans_total 7",
+            "numakit_daemon_scan_cpu_seconds_total 0.25",
+            "numakit_daemon_migrations_total 2",
+            "numakit_daemon_decisions_total{reason=\"bind-cpus\"} 2",
+            "numakit_daemon_decisions_total{reason=\"keep\"} 5",
+            "# TYPE numakit_daemon_processes gauge",
+        ] {
+            assert!(t.lines().any(|l| l == line), "{line} missing:\n{t}");
+        }
+        assert_eq!(t.matches("# HELP ").count(), 16, "{t}");
     }
 
     #[test]

@@ -8,13 +8,42 @@
 use crate::sets::{Cpu, CpuSet};
 use crate::sys::{SysError, SysRoot};
 
+/// One line of `/proc/PID/cgroup`: `hierarchy-ID:controller-list:path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CgroupLine<'a> {
+    /// The hierarchy's id (`0` for the unified hierarchy).
+    pub hierarchy: &'a str,
+    /// The hierarchy's controllers, comma-separated (`cpu,cpuacct`,
+    /// `name=systemd`; empty for the unified hierarchy).
+    pub controllers: &'a str,
+    /// The path, as the kernel writes it (blanks around it taken off).
+    pub path: &'a str,
+}
+
+impl CgroupLine<'_> {
+    /// Whether `controller` is one of the line's controllers.
+    pub fn has_controller(&self, controller: &str) -> bool {
+        self.controllers.split(',').any(|c| c == controller)
+    }
+}
+
+/// The lines of `/proc/PID/cgroup` text, in order; lines without the two
+/// colons are left out. The one parser of that file.
+pub fn parse_lines(text: &str) -> impl Iterator<Item = CgroupLine<'_>> {
+    text.lines().filter_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (hierarchy, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        Some(CgroupLine { hierarchy, controllers, path: path.trim() })
+    })
+}
+
 /// The cgroup v2 path in `/proc/PID/cgroup` text (the `0::/path` line).
 /// `None` for a path that does not resolve below `/sys/fs/cgroup`: not
 /// absolute, or climbing with `..` (the kernel writes `/../..` for a
 /// process outside the reader's cgroup namespace; a crafted dump could
 /// point anywhere).
 pub fn parse_path(text: &str) -> Option<String> {
-    let p = text.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    let p = parse_lines(text).find(|l| l.hierarchy == "0" && l.controllers.is_empty())?.path;
     (p.starts_with('/') && !p.split('/').any(|c| c == "..")).then(|| p.to_string())
 }
 

@@ -230,7 +230,7 @@ mod tests {
         assert_eq!(first, None, "no window yet");
         let cpu = || {
             let st = crate::procs::read_proc_stat(&crate::sys::SysRoot::live(), pid as i32).unwrap().unwrap();
-            st.cpu_ticks as f64 / crate::stats::clock_ticks_per_sec()
+            st.cpu_ticks as f64 / crate::procs::pidstat::clock_ticks_per_sec()
         };
         let cpu0 = cpu();
         let w0 = t0.elapsed().as_secs_f64();

@@ -61,7 +61,7 @@ pub fn parse_status(text: &str) -> Option<Status> {
 /// have (at or above [`MAX_CPUS`], [`MAX_NODES`]). A `VmRSS` whose bytes
 /// pass 64 bits is `u64::MAX`, never a wrapped number.
 fn status(text: &str) -> Result<Status, String> {
-    let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+    let field = |key: &str| crate::sys::status_field(text, key).map(str::trim);
     let need = |key: &str| field(key).ok_or_else(|| format!("no {key} line"));
     let kb = |key: &str| {
         field(key)
@@ -120,18 +120,6 @@ pub struct ThreadInfo {
     pub cpus_allowed: CpuSet,
 }
 
-/// Parses `comm` and the last CPU from a `stat` line (the comm may hold
-/// spaces and parentheses, so fields are counted after the last `)`). A
-/// last CPU at or above [`MAX_CPUS`] is no kernel's: `None`.
-pub fn parse_stat_line(text: &str) -> Option<(String, Option<u32>)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state); field 39 (processor) is rest[36].
-    Some((comm, rest.get(36).and_then(|v| v.parse().ok()).filter(|&c| c < MAX_CPUS)))
-}
-
 /// Reads every thread of a process; threads that exit meanwhile are left
 /// out. `Ok(None)` if the process itself is gone.
 pub fn read_threads(sys: &SysRoot, pid: i32) -> Result<Option<Vec<ThreadInfo>>, SysError> {
@@ -142,9 +130,9 @@ pub fn read_threads(sys: &SysRoot, pid: i32) -> Result<Option<Vec<ThreadInfo>>, 
     for tid in thread_ids(sys, pid)? {
         let Some(stat) = sys.read(format!("proc/{pid}/task/{tid}/stat"))? else { continue };
         let Some(status) = sys.read(format!("proc/{pid}/task/{tid}/status"))? else { continue };
-        let Some((comm, last_cpu)) = parse_stat_line(&stat) else { continue };
+        let Some(stat) = parse_proc_stat(&stat) else { continue };
         let Some(st) = parse_status(&status) else { continue };
-        out.push(ThreadInfo { tid, comm, last_cpu, cpus_allowed: st.cpus_allowed });
+        out.push(ThreadInfo { tid, comm: stat.comm, last_cpu: stat.processor, cpus_allowed: st.cpus_allowed });
     }
     Ok(Some(out))
 }
@@ -159,50 +147,7 @@ pub fn read_numa_maps(sys: &SysRoot, pid: i32) -> Result<Option<Vec<NumaMapping>
 /// Reads `/proc/PID/numa_maps` as text (for [`numa_maps::views`]);
 /// `Ok(None)` if the process is gone.
 pub fn read_numa_maps_text(sys: &SysRoot, pid: i32) -> Result<Option<String>, SysError> {
-    read_proc_text(sys, &format!("proc/{pid}/numa_maps"), 16 << 10)
-}
-
-/// Reads a `/proc/PID` file below the root like [`SysRoot::read`] (missing
-/// is `Ok(None)`), but with one large read per call. The kernel generates
-/// `numa_maps` per `read()` call, taking the process's mmap lock and
-/// looking its mappings up again each time; `SysRoot::read` (`fs::read`)
-/// starts with a 32-byte probe and doubles, which took about 15 `read()`
-/// calls per process where this takes 2 (plus an fstat), and cost about
-/// 40% more kernel time over 1000 processes than numastat's 4 KiB reads.
-/// Opened by [`SysRoot::open`] (regular files only, inside a dump's root),
-/// read up to [`crate::sys::MAX_FILE_BYTES`].
-pub(crate) fn read_proc_text(sys: &SysRoot, rel: &str, capacity: usize) -> Result<Option<String>, SysError> {
-    use std::io::Read;
-    let path = sys.path(rel);
-    let missing =
-        |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
-    let Some(mut file) = sys.open(rel)? else { return Ok(None) };
-    // Plain read() calls into a sized buffer: no seek first (the size of
-    // a /proc file is 0), no small probe reads.
-    let max = crate::sys::MAX_FILE_BYTES as usize;
-    let mut bytes = vec![0u8; capacity.clamp(64, max)];
-    let mut len = 0;
-    loop {
-        if len == bytes.len() {
-            if len > max {
-                return Err(sys.too_large(rel));
-            }
-            bytes.resize((bytes.len() * 2).min(max + 1), 0);
-        }
-        match file.read(&mut bytes[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if missing(&e) => return Ok(None),
-            Err(source) => return Err(SysError::Io { path, source }),
-        }
-    }
-    bytes.truncate(len);
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    Ok(Some(text))
+    sys.read_proc_file(format!("proc/{pid}/numa_maps"), 16 << 10)
 }
 
 /// One line of `/proc/PID/maps`: an address range.
@@ -268,9 +213,9 @@ mod tests {
     #[test]
     fn stat_line_with_odd_comm() {
         let line = "1234 (my (odd) prog) S 1 1234 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 2 0 100 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
-        let (comm, cpu) = parse_stat_line(line).expect("parse");
-        assert_eq!(comm, "my (odd) prog");
-        assert_eq!(cpu, Some(3));
+        let s = parse_proc_stat(line).expect("parse");
+        assert_eq!(s.comm, "my (odd) prog");
+        assert_eq!(s.processor, Some(3));
     }
 
     #[test]
@@ -310,8 +255,9 @@ mod tests {
     #[test]
     fn stat_line_cpu_beyond_the_kernel() {
         let line = |cpu: u64| format!("1 (x) S 0{} {cpu} 0 0", " 0".repeat(34));
-        assert_eq!(parse_stat_line(&line(16383)), Some(("x".into(), Some(16383))));
-        assert_eq!(parse_stat_line(&line(16384)), Some(("x".into(), None)));
+        let parse = |cpu| parse_proc_stat(&line(cpu)).map(|s| (s.comm, s.processor));
+        assert_eq!(parse(16383), Some(("x".into(), Some(16383))));
+        assert_eq!(parse(16384), Some(("x".into(), None)));
     }
 
     #[test]
@@ -321,11 +267,11 @@ mod tests {
         std::fs::create_dir_all(d.path().join("proc/7")).expect("mkdir");
         std::fs::write(d.path().join("proc/7/numa_maps"), &big).expect("write");
         let sys = SysRoot::at(d.path());
-        assert_eq!(read_proc_text(&sys, "proc/7/numa_maps", 64).expect("read").as_deref(), Some(big.as_str()));
+        assert_eq!(sys.read_proc_file("proc/7/numa_maps", 64).expect("read").as_deref(), Some(big.as_str()));
         assert_eq!(read_numa_maps(&sys, 7).expect("read").map(|m| m.len()), Some(5000));
-        assert_eq!(read_proc_text(&sys, "proc/8/numa_maps", 64).expect("missing"), None);
-        assert_eq!(read_proc_text(&sys, "proc/7/numa_maps/x", 64).expect("under a file"), None);
-        assert!(read_proc_text(&sys, "proc/7", 64).is_err());
+        assert_eq!(sys.read_proc_file("proc/8/numa_maps", 64).expect("missing"), None);
+        assert_eq!(sys.read_proc_file("proc/7/numa_maps/x", 64).expect("under a file"), None);
+        assert!(sys.read_proc_file("proc/7", 64).is_err());
     }
 
     #[test]

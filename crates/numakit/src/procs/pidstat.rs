@@ -39,6 +39,17 @@ impl ProcStat {
     }
 }
 
+/// Clock ticks per second of `/proc` CPU times (`sysconf(_SC_CLK_TCK)`).
+pub fn clock_ticks_per_sec() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
 /// Parses a `stat` line of a process or thread. The comm may hold spaces
 /// and parentheses, so fields are counted after the last `)`. CPU times
 /// whose sum passes 64 bits are `u64::MAX`; a last CPU at or above
@@ -75,7 +86,7 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
 /// Reads `/proc/PID/stat`; `Ok(None)` if the process is gone.
 pub fn read_proc_stat(sys: &SysRoot, pid: i32) -> Result<Option<ProcStat>, SysError> {
     let rel = format!("proc/{pid}/stat");
-    match super::read_proc_text(sys, &rel, 1024)? {
+    match sys.read_proc_file(&rel, 1024)? {
         None => Ok(None),
         // An empty file: the process exited while being read.
         Some(t) if t.trim().is_empty() => Ok(None),
@@ -116,7 +127,7 @@ pub fn thread_cpus(sys: &SysRoot, stat: &ProcStat) -> Result<Vec<u32>, SysError>
     let pid = stat.pid;
     let mut cpus = Vec::new();
     for tid in super::thread_ids(sys, pid)? {
-        let Some(text) = super::read_proc_text(sys, &format!("proc/{pid}/task/{tid}/stat"), 1024)? else { continue };
+        let Some(text) = sys.read_proc_file(format!("proc/{pid}/task/{tid}/stat"), 1024)? else { continue };
         if let Some(cpu) = parse_proc_stat(&text).and_then(|t| t.processor) {
             cpus.push(cpu);
         }
@@ -126,8 +137,7 @@ pub fn thread_cpus(sys: &SysRoot, stat: &ProcStat) -> Result<Vec<u32>, SysError>
 
 /// Owner (uid) of `/proc/PID`: the process's effective user; `None` if gone.
 pub fn owner_uid(sys: &SysRoot, pid: i32) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
-    sys.metadata(format!("proc/{pid}")).map(|m| m.uid())
+    sys.owner_uid(format!("proc/{pid}"))
 }
 
 /// `/proc/PID/cmdline` with NULs as spaces; `Ok(None)` if gone.

@@ -85,7 +85,6 @@ proptest! {
     #[test]
     fn parsers_never_panic(t in any_text()) {
         let _ = parse_run_delay(&t);
-        let _ = parse_stat_line(&t);
         let _ = parse_maps(&t);
         let _ = cgroup::parse_path(&t);
         let _ = pidstat::parse_statm_resident(t.as_bytes());
@@ -189,7 +188,6 @@ proptest! {
         prop_assert_eq!((s.pid, s.comm.as_str(), s.state, s.ppid), (pid, comm.as_str(), state, ppid));
         prop_assert_eq!((s.cpu_ticks, s.num_threads, s.start_ticks, s.rss_pages), (utime + stime, threads, start, rss));
         prop_assert_eq!(s.processor, Some(cpu));
-        prop_assert_eq!(parse_stat_line(&line), Some((comm, Some(cpu))));
     }
 
     /// CPU times that do not add up in 64 bits, and a last CPU no kernel
@@ -202,7 +200,7 @@ proptest! {
             prop_assert_eq!(s.cpu_ticks, u64::MAX);
             prop_assert_eq!(s.processor, None);
         }
-        prop_assert_eq!(parse_stat_line(&line).and_then(|(_, c)| c), None);
+        prop_assert_eq!(parse_proc_stat(&line).and_then(|s| s.processor), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! CPU and node sets: one growable bitmap type, [`IdSet`], typed by what it
-//! holds ([`CpuSet`], [`NodeSet`]), with the three syntaxes users meet:
+//! holds ([`CpuSet`], [`NodeSet`]), with the syntaxes users meet:
 //!
 //! * the kernel list syntax, `0-3,8,10-11` (also `0-15:2/4` strides), used by
 //!   `cpulist`, `Cpus_allowed_list` and friends ([`IdSet::parse_list`],
@@ -8,12 +8,17 @@
 //!   words, most significant first) ([`IdSet::parse_mask`],
 //!   [`IdSet::to_mask`]);
 //! * numactl's node and CPU syntax (`all`, `!` inversion, `+` relative to the
-//!   allowed set, `same`) in [`numactl`].
+//!   allowed set, `same`) in [`numactl`], and libnuma's own readings of
+//!   numbers and node strings (`numa_parse_nodestring`, for numactl and
+//!   migratepages parity) in [`libnuma`];
+//! * taskset's CPU mask (`0x` prefix, 32-bit groups) in [`taskset`].
 //!
 //! This module owns syntax and set algebra only. It never reads the system:
 //! callers pass in whatever "all" or "allowed" means for them.
 
+pub mod libnuma;
 pub mod numactl;
+pub mod taskset;
 
 use std::cmp::Ordering;
 use std::fmt;

@@ -43,17 +43,6 @@ pub fn page_size() -> u64 {
     u64::try_from(p).ok().filter(|p| *p > 0).unwrap_or(4096)
 }
 
-/// Clock ticks per second of `/proc` CPU times (`sysconf(_SC_CLK_TCK)`).
-pub fn clock_ticks_per_sec() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
 /// Applies `f` to every item on a few threads (at most the CPUs, at most
 /// 4) and returns the results in the items' order. Reading `/proc` files of
 /// many processes is kernel time spent one process at a time (each

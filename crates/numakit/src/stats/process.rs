@@ -423,7 +423,7 @@ fn c_strtol(s: &str) -> (i64, &str) {
 pub fn status_name(sys: &SysRoot, pid: i32) -> Option<String> {
     let text = sys.read_bytes(format!("proc/{pid}/status")).ok()??;
     let text = String::from_utf8_lossy(&text);
-    text.lines().find_map(|l| l.strip_prefix("Name:")).map(|v| v.trim_start().to_string())
+    crate::sys::status_field(&text, "Name:").map(|v| v.trim_start().to_string())
 }
 
 /// The PIDs numastat finds for a pattern (`numastat NAME`, `-p NAME`):

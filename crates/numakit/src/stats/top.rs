@@ -174,7 +174,7 @@ pub struct TopSampler {
 impl TopSampler {
     /// A sampler for `sys`, reading user names once.
     pub fn new(sys: &SysRoot) -> Result<Self, SysError> {
-        Ok(Self::with_units(pidstat::read_user_names(sys)?, super::page_size(), super::clock_ticks_per_sec()))
+        Ok(Self::with_units(pidstat::read_user_names(sys)?, super::page_size(), pidstat::clock_ticks_per_sec()))
     }
 
     /// A sampler with given user names, page size and clock tick rate

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::summary::{student_t_quantile, CONFIDENCE};
+use super::welch::SIGNIFICANCE;
 
 /// E[max_i |x_i - mean(x)|] / sigma for n = 1..=5 normal values. n = 2 is
 /// exactly 1/sqrt(pi); n = 3..5 were computed by simulation (1.5 million
@@ -57,6 +58,90 @@ pub fn runs_needed(cv_pct: f64, target_pct: f64) -> Option<usize> {
         }
     }
     (hi <= MAX_RUNS_NEEDED).then_some(hi)
+}
+
+/// The fewest jobs in all (both arms together, split `share_b` : 1 -
+/// `share_b`) with which Welch's two-sided test at level [`SIGNIFICANCE`]
+/// finds a difference of means `delta` with chance `power`, when the two
+/// arms' values have standard deviations `sd_a` and `sd_b`: the smallest N
+/// with δ / se(N) ≥ t(1 - α/2, df) + t(power, df), se(N)² = sd_a² / (N
+/// (1 - share_b)) + sd_b² / (N share_b), df Welch–Satterthwaite's at N (the
+/// usual approximation of the noncentral t; its error is a fraction of a
+/// job above a few dozen). `None` for a zero effect, a share outside
+/// (0, 1), a power outside (α/2, 1) or more than [`MAX_RUNS_NEEDED`] × 100
+/// jobs.
+pub fn welch_jobs_needed(sd_a: f64, sd_b: f64, share_b: f64, delta: f64, power: f64) -> Option<u64> {
+    let ok = |x: f64| x.is_finite() && x >= 0.0;
+    if !(ok(sd_a) && ok(sd_b) && delta.is_finite() && delta != 0.0 && share_b > 0.0 && share_b < 1.0) {
+        return None;
+    }
+    if !(power > SIGNIFICANCE / 2.0 && power < 1.0) {
+        return None;
+    }
+    let (wa, wb) = (1.0 - share_b, share_b);
+    let (va, vb) = (sd_a * sd_a, sd_b * sd_b);
+    let enough = |n: f64| -> Option<bool> {
+        let (na, nb) = (n * wa, n * wb);
+        if na < 2.0 || nb < 2.0 {
+            return Some(false);
+        }
+        let (sa, sb) = (va / na, vb / nb);
+        let se2 = sa + sb;
+        if se2 == 0.0 {
+            return Some(true);
+        }
+        let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+        let need = student_t_quantile(1.0 - SIGNIFICANCE / 2.0, df)? + student_t_quantile(power, df)?;
+        Some(delta.abs() / se2.sqrt() >= need)
+    };
+    let cap = (MAX_RUNS_NEEDED as u64) * 100;
+    let mut hi: u64 = 4;
+    while !enough(hi as f64)? {
+        hi *= 2;
+        if hi > 2 * cap {
+            return None;
+        }
+    }
+    let mut lo = hi / 2;
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if enough(mid as f64)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    (hi <= cap).then_some(hi)
+}
+
+/// The fewest paired units (hosts, each with its arm and its control) with
+/// which the one-sample t-test of their differences, standard deviation
+/// `sd`, finds a mean difference `delta` with chance `power` at level
+/// [`SIGNIFICANCE`]: the smallest n with δ √n / sd ≥ t(1 - α/2, n - 1) +
+/// t(power, n - 1). `None` as for [`welch_jobs_needed`].
+pub fn paired_units_needed(sd: f64, delta: f64, power: f64) -> Option<u64> {
+    if !(sd.is_finite() && sd >= 0.0 && delta.is_finite() && delta != 0.0 && power > SIGNIFICANCE / 2.0 && power < 1.0)
+    {
+        return None;
+    }
+    let enough = |n: u64| -> Option<bool> {
+        let df = (n - 1) as f64;
+        let need = student_t_quantile(1.0 - SIGNIFICANCE / 2.0, df)? + student_t_quantile(power, df)?;
+        Some(sd == 0.0 || delta.abs() * (n as f64).sqrt() / sd >= need)
+    };
+    let cap = (MAX_RUNS_NEEDED as u64) * 100;
+    let mut n = 2;
+    while !enough(n)? {
+        n += 1 + n / 8;
+        if n > cap {
+            return None;
+        }
+    }
+    // step back to the first n that is enough
+    while n > 2 && enough(n - 1)? {
+        n -= 1;
+    }
+    Some(n)
 }
 
 /// One row of the planning table: what `runs` runs give.
@@ -132,6 +217,21 @@ mod tests {
     }
 
     #[test]
+    fn paired_units_by_formula() {
+        // sd 0.05, δ 0.02: normal n = (1.96 + 0.8416)² × 6.25 = 49.06; the t
+        // quantiles add about two units
+        let n = paired_units_needed(0.05, 0.02, 0.8).expect("n");
+        assert!((51..=53).contains(&n), "{n}");
+        let t = |n: u64| {
+            let df = (n - 1) as f64;
+            (student_t_quantile(0.975, df).expect("t") + student_t_quantile(0.8, df).expect("t")) * 0.05
+                / (n as f64).sqrt()
+        };
+        assert!(t(n) <= 0.02 && t(n - 1) > 0.02, "{n}");
+        assert_eq!(paired_units_needed(0.05, 0.0, 0.8), None);
+    }
+
+    #[test]
     fn table_rows() {
         let t = PlanRow::table(10.0);
         assert_eq!(t.len(), 5);
@@ -139,5 +239,34 @@ mod tests {
         // Two runs: t(.975, 1) = 12.706 * 10 / sqrt 2.
         assert!((t[1].ci_half_width_pct.expect("2 runs") - 12.7062 * 10.0 / 2f64.sqrt()).abs() < 1e-2);
         assert!(t.windows(2).all(|w| w[0].expected_max_variance_pct < w[1].expected_max_variance_pct));
+    }
+
+    #[test]
+    fn jobs_needed_matches_the_normal_formula_and_a_simulation() {
+        // sd 0.1 in both arms, 50:50, 2%: N ≈ 4 × 0.01 × (1.96 + 0.8416)² / 0.0198² ≈ 801
+        let d = 1.02f64.ln();
+        let n = welch_jobs_needed(0.1, 0.1, 0.5, d, 0.8).expect("n");
+        let normal = 4.0 * 0.01 * (1.959_964f64 + 0.841_621).powi(2) / (d * d);
+        assert!((n as f64 - normal).abs() <= 3.0, "{n} vs {normal}");
+        // the first N that is enough
+        assert!(welch_jobs_needed(0.1, 0.1, 0.5, -d, 0.8) == Some(n), "sign does not matter");
+        // unequal shares need more jobs in all
+        assert!(welch_jobs_needed(0.1, 0.1, 0.2, d, 0.8).expect("n") > n);
+        assert_eq!(welch_jobs_needed(0.1, 0.1, 0.5, 0.0, 0.8), None);
+        assert_eq!(welch_jobs_needed(0.1, 0.1, 1.0, d, 0.8), None);
+        // simulated power at that N: 80% give or take the simulation's error
+        let mut rng = StdRng::seed_from_u64(3);
+        let normal = statrs::distribution::Normal::new(0.0, 0.1).expect("normal");
+        let n = welch_jobs_needed(0.1, 0.1, 0.5, 0.05, 0.8).expect("n") as usize;
+        let trials = 2000;
+        let hits = (0..trials)
+            .filter(|_| {
+                let a: Vec<f64> = (0..n / 2).map(|_| normal.sample(&mut rng)).collect();
+                let b: Vec<f64> = (0..n - n / 2).map(|_| 0.05 + normal.sample(&mut rng)).collect();
+                crate::stats_math::welch_t_test(&a, &b).is_some_and(|w| w.significant)
+            })
+            .count();
+        let power = hits as f64 / trials as f64;
+        assert!((0.77..=0.85).contains(&power), "n {n}: power {power}");
     }
 }

@@ -19,8 +19,18 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     }
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 })
+    median_of_sorted(&v)
+}
+
+/// [`median`] of values already sorted (by [`f64::total_cmp`]), without
+/// copying them; `None` for an empty sample.
+pub fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
+    let m = sorted.len() / 2;
+    match sorted.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[m]),
+        _ => Some((sorted[m - 1] + sorted[m]) / 2.0),
+    }
 }
 
 /// Sample standard deviation (divisor n - 1); `None` below two values.

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::summary::{mean, student_t_quantile, CONFIDENCE};
+use super::moments::Moments;
+use super::summary::{student_t_quantile, CONFIDENCE};
 
 /// The significance level numakit uses (5%).
 pub const SIGNIFICANCE: f64 = 0.05;
@@ -33,14 +34,16 @@ pub struct Welch {
 /// has fewer than two values. Two constant samples give p = 1 when their
 /// means are equal and p = 0 otherwise.
 pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<Welch> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (ma, mb) = (mean(a)?, mean(b)?);
-    let var = |xs: &[f64], m: f64| xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (xs.len() - 1) as f64;
-    let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
-    let difference = mb - ma;
+    welch_from_moments(&Moments::of(a), &Moments::of(b))
+}
+
+/// [`welch_t_test`] from the two samples' [`Moments`] (what a streaming
+/// reader keeps instead of the values).
+pub fn welch_from_moments(a: &Moments, b: &Moments) -> Option<Welch> {
+    let (va, vb) = (a.variance()?, b.variance()?);
+    let (na, nb) = (a.n as f64, b.n as f64);
+    let (va, vb) = (va / na, vb / nb);
+    let difference = b.mean - a.mean;
     let se2 = va + vb;
     if se2 == 0.0 {
         let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
@@ -60,6 +63,44 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<Welch> {
     let p_value = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
     let q = student_t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, df)?;
     let half = q * se2.sqrt();
+    Some(Welch {
+        difference,
+        t,
+        df,
+        p_value,
+        diff_ci_low: difference - half,
+        diff_ci_high: difference + half,
+        significant: p_value < SIGNIFICANCE,
+    })
+}
+
+/// Student's one-sample t-test of mean zero from the sample's [`Moments`]
+/// (paired differences: a host's arm against its control), in [`Welch`]'s
+/// shape: `difference` is the mean, `df` n - 1. `None` below two values.
+/// A constant sample gives p = 1 when it is zero and p = 0 otherwise.
+pub fn one_sample_from_moments(m: &Moments) -> Option<Welch> {
+    let v = m.variance()?;
+    let n = m.n as f64;
+    let se = (v / n).sqrt();
+    let df = n - 1.0;
+    let difference = m.mean;
+    if se == 0.0 {
+        let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
+        let t = if difference == 0.0 { 0.0 } else { difference.signum() * f64::INFINITY };
+        return Some(Welch {
+            difference,
+            t,
+            df,
+            p_value,
+            diff_ci_low: difference,
+            diff_ci_high: difference,
+            significant: p_value < SIGNIFICANCE,
+        });
+    }
+    let t = difference / se;
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p_value = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
+    let half = student_t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, df)? * se;
     Some(Welch {
         difference,
         t,
@@ -99,6 +140,18 @@ mod tests {
         assert!(w.diff_ci_low < 1.0 && 1.0 < w.diff_ci_high);
         let back = welch_t_test(&b, &a).expect("welch");
         assert!((back.t + w.t).abs() < 1e-12 && (back.p_value - w.p_value).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_sample_by_hand() {
+        // 1, 2, 3, 4, 5: mean 3, sd sqrt(2.5), se 0.7071, t 4.2426, df 4,
+        // p 0.01324 (t table), half-width 2.7764 × 0.7071
+        let w = one_sample_from_moments(&Moments::of(&[1.0, 2.0, 3.0, 4.0, 5.0])).expect("t");
+        assert!((w.t - 4.242_64).abs() < 1e-4 && w.df == 4.0, "{w:?}");
+        assert!((w.p_value - 0.013_24).abs() < 1e-4, "{w:?}");
+        assert!((w.diff_ci_low - (3.0 - 2.776_45 * std::f64::consts::FRAC_1_SQRT_2)).abs() < 1e-4, "{w:?}");
+        assert_eq!(one_sample_from_moments(&Moments::of(&[1.0])), None);
+        assert_eq!(one_sample_from_moments(&Moments::of(&[0.0, 0.0])).map(|w| w.p_value), Some(1.0));
     }
 
     #[test]

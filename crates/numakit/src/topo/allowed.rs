@@ -12,7 +12,7 @@ use crate::sys::{SysError, SysRoot};
 pub(super) fn read_allowed(sys: &SysRoot, online: &CpuSet, nodes: &[Node]) -> Result<Allowed, SysError> {
     let all_nodes: NodeSet = nodes.iter().map(|n| n.id).collect();
     if let Some(status) = sys.read("proc/self/status")? {
-        let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)).map(str::trim);
+        let field = |key: &str| crate::sys::status_field(&status, key).map(str::trim);
         if let (Some(c), Some(m)) = (field("Cpus_allowed_list:"), field("Mems_allowed_list:")) {
             let cpus = CpuSet::parse_list(c).map_err(|e| sys.invalid("proc/self/status", e.to_string()))?;
             let nodes = NodeSet::parse_list(m).map_err(|e| sys.invalid("proc/self/status", e.to_string()))?;
@@ -37,11 +37,8 @@ fn cgroup_files(sys: &SysRoot) -> Result<Option<(String, String)>, SysError> {
     let Some(mounts) = sys.read("proc/mounts")? else { return Ok(None) };
     let path = match sys.read_nonempty("proc/self/cpuset")? {
         Some(p) => p,
-        None => match sys.read("proc/self/cgroup")? {
-            Some(cg) => match cg.lines().find_map(|l| l.strip_prefix("0::")) {
-                Some(p) => p.to_string(),
-                None => return Ok(None),
-            },
+        None => match sys.read("proc/self/cgroup")?.and_then(|t| crate::procs::cgroup::parse_path(&t)) {
+            Some(p) => p,
             None => return Ok(None),
         },
     };

@@ -12,6 +12,7 @@ mod allowed;
 mod cpus;
 mod devices;
 mod nodes;
+#[cfg(feature = "stats")]
 pub(crate) use nodes::read_hugepages;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;

@@ -12,8 +12,10 @@
 //!   roll back on failure; revert → delete the state file only when all is
 //!   back;
 //! * [`profiles`]: built-in profiles and users' TOML profiles;
-//! * [`check`]: pure: the benchmark-readiness report and baseline diff;
-//! * [`render`]: text and JSON for people and scripts (strings, no I/O).
+//! * [`check`]: pure: the benchmark-readiness report and baseline diff.
+//!
+//! Their text and JSON for people and scripts are
+//! [`crate::present::tune`]'s.
 //!
 //! Every kernel write goes through [`crate::act::knobs::write_value`];
 //! nothing in this module writes a knob itself. The state file and baseline
@@ -25,7 +27,6 @@ pub mod knobs;
 pub mod plan;
 pub mod profiles;
 pub mod read;
-pub mod render;
 pub mod state;
 
 use std::path::PathBuf;

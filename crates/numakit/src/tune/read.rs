@@ -116,12 +116,6 @@ fn find(sys: &SysRoot, knob: &Knob) -> Result<Found, String> {
     }
 }
 
-/// The running kernel's major and minor version, from `osrelease`.
-pub fn kernel_version(sys: &SysRoot) -> Option<(u32, u32)> {
-    let text = sys.read("proc/sys/kernel/osrelease").ok()??;
-    crate::place::parse_kernel_version(&text)
-}
-
 /// The `boot_id` of the running kernel (a new one at every boot).
 pub fn boot_id(sys: &SysRoot) -> Option<String> {
     sys.read_nonempty("proc/sys/kernel/random/boot_id").ok()?
@@ -221,7 +215,7 @@ pub fn snapshot(sys: &SysRoot) -> Snapshot {
     }
     hugepages.sort_unstable();
     Snapshot {
-        kernel: text("proc/sys/kernel/osrelease"),
+        kernel: crate::sys::kernel::release(sys),
         smt_control: text(&format!("{cpu_dir}/smt/control")),
         smt_active: text(&format!("{cpu_dir}/smt/active")),
         cpus,

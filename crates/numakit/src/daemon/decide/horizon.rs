@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 
 use crate::daemon::config::Config;
-use crate::daemon::history::{History, Observed, ProcObserved, COMMS_WITH_RUNS_KEPT};
+use crate::daemon::history::{History, Observed, ProcObserved};
 use crate::daemon::snapshot::ProcInfo;
 
 /// The expected remaining run time of `p`, seconds, at most
@@ -49,9 +49,10 @@ pub(super) fn horizon(h: &History, p: &ProcInfo, cfg: &Config) -> (f64, u32) {
 
 /// Records the run time of every watched process the snapshot says exited
 /// (between the previous scan at `prev_s` and `now`: the middle is taken)
-/// under its command name, and keeps the run times of the
-/// [`COMMS_WITH_RUNS_KEPT`] names that ended most recently.
-pub(super) fn learn_runs(h: &mut Observed, exited: &[i32], prev_s: Option<f64>, now: f64) {
+/// under its command name (the last `cfg.runs_kept` of each), and keeps the
+/// run times of the `cfg.comms_with_runs_kept` names that ended most
+/// recently.
+pub(super) fn learn_runs(h: &mut Observed, exited: &[i32], prev_s: Option<f64>, now: f64, cfg: &Config) {
     let Some(prev) = prev_s else { return };
     let ended = (prev + now) / 2.0;
     let done: Vec<(String, f64)> = exited
@@ -60,14 +61,15 @@ pub(super) fn learn_runs(h: &mut Observed, exited: &[i32], prev_s: Option<f64>, 
         .map(|r: &ProcObserved| (r.comm.clone(), (ended - r.start_s).max(0.0)))
         .collect();
     for (comm, run) in done {
-        h.comms.entry(comm).or_default().record_run(run, now);
+        h.comms.entry(comm).or_default().record_run(run, now, cfg.runs_kept);
     }
     let with_runs = h.comms.values().filter(|c| !c.runs.is_empty()).count();
-    if with_runs > COMMS_WITH_RUNS_KEPT {
+    let names_kept = cfg.comms_with_runs_kept as usize;
+    if with_runs > names_kept {
         let mut last: Vec<(f64, String)> =
             h.comms.iter().filter_map(|(k, c)| c.last_run_s.map(|t| (t, k.clone()))).collect();
         last.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        let drop: BTreeSet<String> = last.into_iter().take(with_runs - COMMS_WITH_RUNS_KEPT).map(|(_, k)| k).collect();
+        let drop: BTreeSet<String> = last.into_iter().take(with_runs - names_kept).map(|(_, k)| k).collect();
         for (k, c) in h.comms.iter_mut() {
             if drop.contains(k) {
                 c.runs.clear();

@@ -149,10 +149,14 @@ impl<'a> Scan<'a> {
         let budget_full = (cfg.pages_per_s as f64 * elapsed) as u64;
         let budget = budget_full;
 
-        horizon::learn_runs(&mut h.observed, &snap.exited, history.observed.last_time_s, now);
+        horizon::learn_runs(&mut h.observed, &snap.exited, history.observed.last_time_s, now, cfg);
         let live: BTreeMap<i32, &ProcInfo> = procs.iter().map(|p| (p.pid, *p)).collect();
-        h.observed.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s)));
-        h.committed.procs.retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s)));
+        h.observed
+            .procs
+            .retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s, cfg.same_start_slack_s)));
+        h.committed
+            .procs
+            .retain(|pid, rec| live.get(pid).is_some_and(|p| rec.same_process(now - p.age_s, cfg.same_start_slack_s)));
         for rec in h.committed.procs.values_mut() {
             if rec.left_alone_until_s.is_some_and(|u| u <= now) {
                 rec.left_alone_until_s = None;
@@ -267,6 +271,6 @@ impl<'a> Scan<'a> {
             }
             rec.last_cpu_node = main;
         }
-        h.observed.drift_rate(cfg.drift_prior_per_hour)
+        h.observed.drift_rate(cfg.drift_prior_per_hour, cfg.drift_prior_weight_s)
     }
 }

@@ -6,7 +6,7 @@
 use super::{build_machine, open_log, rfc3339, Service};
 use crate::daemon::collect::NodeCpus;
 use crate::daemon::protocol::{Advice, Done, LoadView, NodeView, Request, Response, Target};
-use crate::daemon::settings::Settings;
+use crate::daemon::settings::{LoadError, Settings};
 use crate::place::auto::{self, AutoRequest, NodeLoad};
 
 impl Service {
@@ -86,13 +86,10 @@ impl Service {
         let Some(path) = self.config_path.clone() else {
             return Response::err("the daemon was started without --config: nothing to reload");
         };
-        let text = match crate::files::read_named_text(&path) {
-            Ok(t) => t,
-            Err(e) => return Response::err(e.to_string()),
-        };
-        let new = match Settings::from_toml(&text, &path.display().to_string()) {
+        let new = match Settings::load(&path) {
             Ok(s) => s,
-            Err(e) => return Response::err(format!("{e} (the old configuration stays)")),
+            Err(LoadError::Read(e)) => return Response::err(format!("{}: {e}", crate::text::path(&path))),
+            Err(LoadError::Invalid(e)) => return Response::err(format!("{e} (the old configuration stays)")),
         };
         if new.state_dir != self.settings.state_dir || new.socket != self.settings.socket {
             return Response::err("state_dir and socket cannot change on reload: restart the daemon");

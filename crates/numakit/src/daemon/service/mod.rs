@@ -213,9 +213,7 @@ fn peak_rss(sys: &SysRoot) -> u64 {
         .ok()
         .flatten()
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            crate::sys::status_field(&t, "VmHWM:").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
 }

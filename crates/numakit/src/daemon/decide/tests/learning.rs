@@ -14,7 +14,7 @@ fn short_job_machine() -> (Machine, ProcInfo, [(f64, u64); 2]) {
 fn with_runs(comm: &str, runs: &[f64]) -> History {
     let mut h = History::new();
     for &r in runs {
-        h.observed.comms.entry(comm.to_string()).or_default().record_run(r, 900.0);
+        h.observed.comms.entry(comm.to_string()).or_default().record_run(r, 900.0, Config::default().runs_kept);
     }
     h
 }
@@ -92,19 +92,19 @@ fn a_command_seen_to_end_soon_gets_no_move_that_pays_later() {
 /// A watched process the snapshot says exited adds its run time
 /// (from its start to the middle of the last two scans) to its command's
 /// runs, also when its pid already names a new process; the names whose
-/// runs are kept are the most recent [`COMMS_WITH_RUNS_KEPT`].
+/// runs are kept are the most recent `comms_with_runs_kept`.
 #[test]
 fn runs_are_learnt_from_exits() {
-    use crate::daemon::history::COMMS_WITH_RUNS_KEPT;
     let (m, p, free) = short_job_machine();
     let cfg = Config::default();
+    let names_kept = cfg.comms_with_runs_kept as usize;
     let mut h = History::new();
     h.observed.procs.insert(7, ProcObserved::new("evgen", 900.0));
     h.observed.procs.insert(1, ProcObserved::new("evgen", 800.0));
     h.observed.procs.insert(9, ProcObserved::new("other", 950.0));
     h.observed.last_time_s = Some(985.0);
-    for i in 0..COMMS_WITH_RUNS_KEPT {
-        h.observed.comms.entry(format!("c{i:03}")).or_default().record_run(10.0, i as f64);
+    for i in 0..names_kept {
+        h.observed.comms.entry(format!("c{i:03}")).or_default().record_run(10.0, i as f64, cfg.runs_kept);
     }
     // pid 1 is now a new process (started at 940 s); 7 is gone; 9 left the
     // candidates but did not exit.
@@ -120,7 +120,7 @@ fn runs_are_learnt_from_exits() {
     // The oldest name's runs made room (and the name, with nothing else
     // to remember, is forgotten).
     assert!(!d.history.observed.comms.contains_key("c000") && !d.history.committed.comms.contains_key("c000"));
-    assert_eq!(d.history.observed.comms.values().filter(|c| !c.runs.is_empty()).count(), COMMS_WITH_RUNS_KEPT);
+    assert_eq!(d.history.observed.comms.values().filter(|c| !c.runs.is_empty()).count(), names_kept);
     // No previous scan (a restarted daemon's first): nothing is learnt.
     let mut h0 = h.clone();
     h0.observed.last_time_s = None;
@@ -130,18 +130,20 @@ fn runs_are_learnt_from_exits() {
     assert_eq!(back.observed.comms["evgen"].runs, [92.5, 192.5]);
 }
 
-/// At most [`RUNS_KEPT`](crate::daemon::history::RUNS_KEPT) runs per name,
+/// At most `runs_kept` runs per name,
 /// the oldest dropped first.
 #[test]
 fn a_name_keeps_its_latest_runs() {
-    use crate::daemon::history::{CommRuns, RUNS_KEPT};
+    use crate::daemon::history::CommRuns;
+    let kept = Config::default().runs_kept;
+    let runs_kept = kept as usize;
     let mut c = CommRuns::default();
-    for i in 0..RUNS_KEPT + 3 {
-        c.record_run(i as f64, i as f64);
+    for i in 0..runs_kept + 3 {
+        c.record_run(i as f64, i as f64, kept);
     }
-    assert_eq!(c.runs.len(), RUNS_KEPT);
+    assert_eq!(c.runs.len(), runs_kept);
     assert_eq!(c.runs[0], 3.0);
-    assert_eq!(c.runs[RUNS_KEPT - 1], (RUNS_KEPT + 2) as f64);
-    c.record_run(-5.0, 100.0);
-    assert_eq!(c.runs[RUNS_KEPT - 1], 0.0, "a clock step back is no negative run");
+    assert_eq!(c.runs[runs_kept - 1], (runs_kept + 2) as f64);
+    c.record_run(-5.0, 100.0, kept);
+    assert_eq!(c.runs[runs_kept - 1], 0.0, "a clock step back is no negative run");
 }

@@ -1,19 +1,19 @@
-//! Text and JSON views of tune results, for people and scripts. Pure: each
-//! function returns a string (the caller prints it); [`SysRoot::path`]
-//! only joins paths. JSON documents carry `schema_version: 1`
-//! (docs/tune.md describes them).
+//! `numakit tune`'s results ([`crate::tune`]) as text and JSON, for people
+//! and scripts. Pure: each function returns a string (the caller prints
+//! it); [`SysRoot::path`] only joins paths. JSON documents carry
+//! `schema_version: 1` (docs/tune.md describes them).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::apply::{ApplyOutcome, RevertOutcome};
-use super::check::{Baseline, Difference, Finding};
-use super::profiles::Profile;
-use super::read::Reading;
-use super::state::State;
 use crate::sys::SysRoot;
+use crate::tune::apply::{ApplyOutcome, RevertOutcome};
+use crate::tune::check::{Baseline, Difference, Finding};
+use crate::tune::profiles::Profile;
+use crate::tune::read::Reading;
+use crate::tune::state::State;
 
 /// `tune show`: two lines per knob, `NAME = VALUE  (default D, accepts A)`
 /// (or `NAME: unavailable: WHY`) and the doc line.
@@ -187,6 +187,12 @@ pub fn check_json(findings: &[Finding], against: Option<(&Path, &Baseline, &[Dif
     );
     let doc = json!({ "schema_version": 1, "findings": findings, "baseline": baseline });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// A `tune check --save` baseline, as its file holds it (the file
+/// `--against` reads back).
+pub fn baseline_json(base: &Baseline) -> String {
+    serde_json::to_string_pretty(base).unwrap_or_default() + "\n"
 }
 
 #[cfg(test)]

@@ -1,0 +1,161 @@
+//! `numakit report`: reads step outcome records and prints whether
+//! placement pays, per group and hardware key, with statistics
+//! ([`numakit_report`]; docs/experiments.md). Parses the flags, calls the
+//! report crate, writes what it renders. Never changes the system; runs
+//! `sacct` only with `--sacct`.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use numakit::stats_math::Adjustment;
+use numakit_report::{self as report, present, Options, ReadOptions, SacctFrom};
+
+use crate::Failure;
+
+/// How p-values are adjusted for the number of comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AdjustArg {
+    /// Holm's step-down method: the chance of any false flag stays below 5%.
+    Holm,
+    /// Benjamini-Hochberg: the expected share of false flags among flags stays below 5%.
+    Bh,
+}
+
+/// Where a job's times come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutcomeArg {
+    /// The records: wall from the first step's start to the last step's end, CPU summed.
+    Records,
+    /// sacct's ElapsedRaw and TotalCPU (needs --sacct or --sacct-file).
+    Sacct,
+}
+
+/// `numakit report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Record files, folders (searched for *.jsonl and *.jsonl.gz) or - for standard input (the default); gzip is detected.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Group jobs by this record field (user, partition, account, placement.mode, hardware.cpu_model, ...).
+    #[arg(long, value_name = "FIELD", default_value = "job_name")]
+    pub by: String,
+    /// The control arm every other arm is compared with.
+    #[arg(long, value_name = "ARM", default_value = "none")]
+    pub control: String,
+    /// How p-values are adjusted for the number of comparisons.
+    #[arg(long, value_name = "METHOD", value_enum, default_value_t = AdjustArg::Holm)]
+    pub adjust: AdjustArg,
+    /// The effect "jobs needed" is for, in percent (2 or 2%): units for 80% power to detect it.
+    #[arg(long, value_name = "PCT", default_value = "2%")]
+    pub detect: String,
+    /// The arms' configured shares (auto:50,none:50), instead of the records' own.
+    #[arg(long, value_name = "ARM:WEIGHT,...")]
+    pub shares: Option<String>,
+    /// Join Slurm's accounting: run sacct for the records' clusters and time span.
+    #[arg(long, conflicts_with = "sacct_file")]
+    pub sacct: bool,
+    /// Join Slurm's accounting from saved `sacct --parsable2` output.
+    #[arg(long, value_name = "FILE")]
+    pub sacct_file: Option<PathBuf>,
+    /// Stop sacct after this long (90, 2m, 300s).
+    #[arg(long, value_name = "DURATION", default_value = "5m", requires = "sacct")]
+    pub sacct_timeout: String,
+    /// Where a job's wall and CPU times come from.
+    #[arg(long, value_name = "FROM", value_enum, default_value_t = OutcomeArg::Records)]
+    pub outcome_from: OutcomeArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonOut,
+    /// Also draw the effects (forest plot) and the distributions per arm to FILE as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Also write the report with its pictures to FILE as one HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Parsing threads (default: all CPUs).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Jobs held in memory before the job table spills to temporary files.
+    #[arg(long, value_name = "N", default_value_t = report::DEFAULT_JOB_BUDGET)]
+    pub max_jobs_in_memory: usize,
+    /// Where spilled temporary files go (default: TMPDIR or /tmp).
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<PathBuf>,
+}
+
+/// "2%", "2", "0.5%" as a fraction; the message names the value as typed.
+fn percent(text: &str) -> Result<f64, Failure> {
+    let t = text.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v / 100.0),
+        _ => Err(Failure::usage(format!("--detect {text:?}: a percentage above 0 and below 100 (2 or 2%)"))),
+    }
+}
+
+fn write_file(path: &PathBuf, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text).map_err(|e| Failure::system(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Runs `numakit report`.
+pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
+    report::check_by(&args.by).map_err(Failure::usage)?;
+    if args.outcome_from == OutcomeArg::Sacct && !args.sacct && args.sacct_file.is_none() {
+        return Err(Failure::usage("--outcome-from sacct needs --sacct or --sacct-file").into());
+    }
+    let shares = match &args.shares {
+        Some(s) => Some((
+            report::parse_shares(s)
+                .map_err(|bad| Failure::usage(format!("--shares {s:?}: {bad:?} is not ARM or ARM:WEIGHT")))?,
+            s.clone(),
+        )),
+        None => None,
+    };
+    if args.threads == Some(0) {
+        return Err(Failure::usage("--threads 0: at least 1").into());
+    }
+    let options = Options {
+        by: args.by.clone(),
+        control: args.control.clone(),
+        adjustment: match args.adjust {
+            AdjustArg::Holm => Adjustment::Holm,
+            AdjustArg::Bh => Adjustment::BenjaminiHochberg,
+        },
+        detect: percent(&args.detect)?,
+        power: 0.8,
+        shares,
+    };
+    let sacct = if args.sacct {
+        let t = numakit::units::parse_duration(&args.sacct_timeout)
+            .map_err(|e| Failure::usage(format!("--sacct-timeout {:?}: {e}", args.sacct_timeout)))?;
+        SacctFrom::Run("sacct".into(), t)
+    } else if let Some(f) = &args.sacct_file {
+        SacctFrom::File(f.clone())
+    } else {
+        SacctFrom::None
+    };
+    let mut read =
+        ReadOptions { sacct, outcome_from_sacct: args.outcome_from == OutcomeArg::Sacct, ..ReadOptions::default() };
+    if let Some(t) = args.threads {
+        read.threads = t;
+    }
+    read.job_budget = args.max_jobs_in_memory;
+    if let Some(d) = &args.tmpdir {
+        read.tmp = d.clone();
+    }
+    let sources = report::input::expand(&args.paths).map_err(Failure::usage)?;
+    let r = report::report(&sources, &read, &options).map_err(|e| Failure::system(e.0))?;
+    if let Some(p) = &args.svg {
+        write_file(p, &present::svg::render(&r))?;
+    }
+    if let Some(p) = &args.html {
+        write_file(p, &present::html::render(&r))?;
+    }
+    let mut out = crate::output::stdout();
+    if args.json.json {
+        serde_json::to_writer_pretty(&mut out, &r)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(present::text::render(&r).as_bytes())?;
+    }
+    Ok(0)
+}

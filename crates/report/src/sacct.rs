@@ -1,0 +1,270 @@
+//! Slurm's accounting joined job by job: reading `sacct --parsable2`
+//! output (from a file, or from `sacct` run here with [`sacct_args`]) and
+//! folding each job's row into the job table beside the job's records.
+//!
+//! The join: a sacct row whose JobIDRaw has no `.` is the job's own row;
+//! it joins the records of the same cluster and job id (the records'
+//! `job`, Slurm's own id also for an array task, which is JobIDRaw).
+//! Step rows (`123.batch`, `123.0`, `123.extern`) are counted and not
+//! joined: a job's outcome is the unit of the analysis, and the job row's
+//! TotalCPU is the sum over its steps, as the records' CPU time is. A job
+//! whose row has a state other than COMPLETED or an ExitCode other than
+//! `0:0` counts as failed. With outcomes from sacct, the job's wall time
+//! is ElapsedRaw and its CPU time TotalCPU.
+
+use std::io::{BufRead, Read};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::collect::Collector;
+use crate::jobs::{JobAcc, SACCT, SACCT_FAILED};
+
+/// The fields `numakit report --sacct` asks for, in this order; a saved
+/// file without a header must have them in this order.
+pub const FORMAT: &str = "JobIDRaw,Cluster,ElapsedRaw,TotalCPU,State,ExitCode";
+
+/// sacct's job states as the report counts them (index 0: none).
+pub const STATES: &[&str] = &[
+    "",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "RUNNING",
+    "PENDING",
+    "REQUEUED",
+    "SUSPENDED",
+    "OTHER",
+];
+
+/// A sacct field's column.
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    job: usize,
+    cluster: Option<usize>,
+    elapsed: Option<(usize, bool)>, // (column, raw seconds)
+    cpu: Option<usize>,
+    state: Option<usize>,
+    exit: Option<usize>,
+}
+
+const DEFAULT: Columns =
+    Columns { job: 0, cluster: Some(1), elapsed: Some((2, true)), cpu: Some(3), state: Some(4), exit: Some(5) };
+
+fn header(line: &str) -> Option<Columns> {
+    let names: Vec<String> = line.split('|').map(|s| s.trim().to_ascii_lowercase()).collect();
+    let at = |n: &str| names.iter().position(|x| x == n);
+    let job = at("jobidraw").or_else(|| at("jobid"))?;
+    Some(Columns {
+        job,
+        cluster: at("cluster"),
+        elapsed: at("elapsedraw").map(|i| (i, true)).or_else(|| at("elapsed").map(|i| (i, false))),
+        cpu: at("totalcpu"),
+        state: at("state"),
+        exit: at("exitcode"),
+    })
+}
+
+/// sacct's `[DD-][HH:]MM:SS[.mmm]` as seconds.
+pub fn duration(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let (days, rest) = match s.split_once('-') {
+        Some((d, r)) => (d.parse::<f64>().ok()?, r),
+        None => (0.0, s),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let mut total = 0.0;
+    for p in &parts {
+        let v: f64 = p.parse().ok()?;
+        if !(v.is_finite() && v >= 0.0) {
+            return None;
+        }
+        total = total * 60.0 + v;
+    }
+    Some(days * 86_400.0 + total)
+}
+
+fn state_index(s: &str) -> u8 {
+    let word = s.split_whitespace().next().unwrap_or("").trim_end_matches('+');
+    STATES.iter().position(|x| *x == word).map_or((STATES.len() - 1) as u8, |i| i as u8)
+}
+
+/// Rows read: [job rows, step rows, lines not understood].
+pub type Rows = [u64; 3];
+
+/// Folds sacct's output `r` into `c`. `default_cluster` is used where
+/// the output has no Cluster column. An error is an I/O error's text.
+pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -> Result<Rows, String> {
+    let mut rows: Rows = [0; 3];
+    let mut cols: Option<Columns> = None;
+    for (i, line) in r.split(b'\n').enumerate() {
+        let line = line.map_err(|e| crate::input::io_text(&e))?;
+        let line = String::from_utf8_lossy(&line);
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        if i == 0 {
+            if let Some(h) = header(line) {
+                cols = Some(h);
+                continue;
+            }
+        }
+        let k = cols.unwrap_or(DEFAULT);
+        let f: Vec<&str> = line.split('|').collect();
+        let get = |i: Option<usize>| i.and_then(|i| f.get(i)).map(|s| s.trim());
+        let Some(id) = get(Some(k.job)).filter(|s| !s.is_empty()) else {
+            rows[2] += 1;
+            continue;
+        };
+        if id.contains('.') {
+            rows[1] += 1;
+            continue;
+        }
+        let cluster = get(k.cluster).filter(|s| !s.is_empty()).or(default_cluster);
+        let Some(cluster) = cluster else {
+            rows[2] += 1;
+            continue;
+        };
+        let elapsed = k.elapsed.and_then(|(i, raw)| {
+            let s = f.get(i)?.trim();
+            if raw {
+                s.parse::<f64>().ok()
+            } else {
+                duration(s)
+            }
+        });
+        let cpu = get(k.cpu).and_then(duration);
+        let state = get(k.state).map_or(0, state_index);
+        let exit_ok = get(k.exit).is_none_or(|e| e.split(':').all(|x| x.trim() == "0"));
+        let mut flags = SACCT;
+        if state != 1 || !exit_ok {
+            flags |= SACCT_FAILED;
+        }
+        let acc = JobAcc {
+            sacct_elapsed: elapsed.unwrap_or(f64::NAN),
+            sacct_cpu: cpu.unwrap_or(f64::NAN),
+            sacct_state: state,
+            flags,
+            ..JobAcc::EMPTY
+        };
+        c.sacct_row(cluster, id, &acc).map_err(|e| crate::input::io_text(&e))?;
+        rows[0] += 1;
+    }
+    Ok(rows)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` (UTC) of `secs`.
+fn sacct_time(secs: f64) -> String {
+    let s = numakit::units::utc_rfc3339(secs.max(0.0) as u64);
+    s.trim_end_matches('Z').to_string()
+}
+
+/// The arguments `numakit report --sacct` runs `sacct` with (with `TZ=UTC`
+/// in its environment, so the times are UTC): every user's jobs of the
+/// records' clusters active from a minute before the first record's
+/// start to a minute after the last one's end, one row per job and step,
+/// fields [`FORMAT`], `|`-separated, no header.
+pub fn sacct_args(clusters: &[&str], span: (f64, f64)) -> Vec<String> {
+    vec![
+        "--parsable2".into(),
+        "--noheader".into(),
+        "--allusers".into(),
+        format!("--clusters={}", clusters.join(",")),
+        format!("--starttime={}", sacct_time(span.0.floor() - 60.0)),
+        format!("--endtime={}", sacct_time(span.1.ceil() + 60.0)),
+        format!("--format={FORMAT}"),
+    ]
+}
+
+/// Runs `program` (`sacct`) with `args`, folding its output into `c` as it
+/// comes; kills it after `timeout`. An error is one line.
+pub fn run(program: &str, args: &[String], timeout: Duration, c: &mut Collector) -> Result<Rows, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .env("TZ", "UTC")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program}: {}", crate::input::io_text(&e)))?;
+    let stdout = child.stdout.take().ok_or("no output pipe")?;
+    let mut stderr = child.stderr.take().ok_or("no error pipe")?;
+    let child = Arc::new(Mutex::new(child));
+    let done = Arc::new(AtomicBool::new(false));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let (child, done, timed_out) = (Arc::clone(&child), Arc::clone(&done), Arc::clone(&timed_out));
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                if start.elapsed() > timeout {
+                    timed_out.store(true, Ordering::Relaxed);
+                    if let Ok(mut ch) = child.lock() {
+                        let _ = ch.kill();
+                    }
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut buf);
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+        buf
+    });
+    let default = None;
+    let result = read(std::io::BufReader::with_capacity(1 << 20, stdout), c, default);
+    done.store(true, Ordering::Relaxed);
+    let _ = watchdog.join();
+    let status = child.lock().map_err(|_| "sacct's watcher failed")?.wait().map_err(|e| e.to_string())?;
+    let err = err_reader.join().unwrap_or_default();
+    if timed_out.load(Ordering::Relaxed) {
+        return Err(format!("{program} did not finish within {} s and was stopped", timeout.as_secs()));
+    }
+    if !status.success() {
+        let text = String::from_utf8_lossy(&err);
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        return Err(format!("{program} failed ({status}): {}", numakit::text::one_line(first, 200)));
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_sacct_formats() {
+        assert_eq!(duration("00:01.234"), Some(1.234));
+        assert_eq!(duration("12:34:56"), Some(45_296.0));
+        assert_eq!(duration("1-02:03:04"), Some(93_784.0));
+        assert_eq!(duration("02:03"), Some(123.0));
+        assert_eq!(duration(""), None);
+        assert_eq!(duration("1:2:3:4"), None);
+        assert_eq!(duration("x"), None);
+        assert_eq!(state_index("CANCELLED by 1000"), 3);
+        assert_eq!(state_index("COMPLETED"), 1);
+        assert_eq!(state_index("WEIRD"), (STATES.len() - 1) as u8);
+    }
+
+    #[test]
+    fn arguments_name_the_span_in_utc() {
+        let a = sacct_args(&["farm"], (86_400.0 + 90.5, 2.0 * 86_400.0));
+        assert!(a.contains(&"--starttime=1970-01-02T00:00:30".to_string()), "{a:?}");
+        assert!(a.contains(&"--endtime=1970-01-03T00:01:00".to_string()), "{a:?}");
+        assert!(a.contains(&"--clusters=farm".to_string()) && a.contains(&format!("--format={FORMAT}")));
+    }
+}
