@@ -48,6 +48,8 @@ fn bandwidth_json_has_the_documented_fields() {
         assert_eq!(r["pages_on_node_pct"].as_f64(), Some(100.0), "{r}");
     }
     assert!(v["firmware"].as_array().is_some_and(|f| !f.is_empty()));
+    // A size given is used as given: no note.
+    assert_eq!(v["notes"], serde_json::json!([]));
 }
 
 #[test]
@@ -88,6 +90,7 @@ fn bandwidth_one_thread_one_kernel_table_and_svg() {
 fn latency_sweep_json_and_svg() {
     let v = json(&["bench", "latency", "--sizes", "16K-64K", "--reps", "2", "--time-ms", "2", "--json"]);
     assert_eq!(v["kind"], "latency");
+    assert_eq!(v["notes"], serde_json::json!([]));
     let results = v["results"].as_array().expect("results[]");
     let sizes: Vec<u64> = results.iter().filter_map(|r| r["size_bytes"].as_u64()).collect();
     for s in [16384, 32768, 65536] {

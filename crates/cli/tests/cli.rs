@@ -155,3 +155,58 @@ fn ip_specifier_of_a_local_address_is_lo() {
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("route to 127.0.0.1 leaves through lo"), "{e}");
 }
+
+/// A synthetic 4-node machine whose nodes hold a third of /proc/meminfo's
+/// memory (as on the virtual machine of issue 30) and a GPU the firmware
+/// puts on no node: `topo` says both (text and JSON), `tune check` reports
+/// both, and `topo --hardware` (numactl's format) stays as it was.
+#[test]
+fn memory_in_no_node_and_devices_on_no_node_are_said() {
+    let d = tempfile::tempdir().expect("tmp");
+    numakit::topo::synth::SynthMachine::rr_4n(8, 2048).write(d.path()).expect("write");
+    let root = d.path().to_str().expect("utf8").to_string();
+    let hardware_before = nk(&["--sysroot", &root, "topo", "--hardware"]);
+    let put = |rel: &str, text: &str| {
+        let p = d.path().join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+        std::fs::write(p, text).expect("write");
+    };
+    // 4 x 2 GiB in the nodes, 24 GiB in /proc/meminfo.
+    put("proc/meminfo", "MemTotal: 25165824 kB\nMemFree: 20000000 kB\n");
+    for (addr, node, class) in [("0000:17:00.0", "-1", "0x030200"), ("0000:00:01.0", "-1", "0x060400")] {
+        put(&format!("sys/bus/pci/devices/{addr}/numa_node"), &format!("{node}\n"));
+        put(&format!("sys/bus/pci/devices/{addr}/class"), &format!("{class}\n"));
+    }
+    let text = String::from_utf8_lossy(&nk(&["--sysroot", &root, "topo"]).stdout).into_owned();
+    assert!(
+        text.contains(
+            "Memory: the nodes' MemTotal add up to 8 GiB, 16 GiB (66.7%) less than /proc/meminfo's MemTotal of 24 GiB: \
+             no node accounts for that memory\n"
+        ),
+        "{text}"
+    );
+    // The GPU is listed, the bridge is not.
+    assert!(text.contains("\nNo node (numa_node -1): 0000:17:00.0 (display, class 0x030200)\n"), "{text}");
+    let j: serde_json::Value =
+        serde_json::from_slice(&nk(&["--sysroot", &root, "topo", "--json"]).stdout).expect("json");
+    common::assert_topo_json_shape(&j);
+    assert_eq!(
+        j["memory_accounting"],
+        serde_json::json!({"meminfo_total_bytes": 24u64 << 30, "nodes_total_bytes": 8u64 << 30,
+                           "difference_bytes": 16u64 << 30, "adds_up": false})
+    );
+    let check = String::from_utf8_lossy(&nk(&["--sysroot", &root, "tune", "check"]).stdout).into_owned();
+    let line = |k: &str| check.lines().find(|l| l.split_whitespace().nth(1) == Some(k)).unwrap_or_default().to_string();
+    assert!(line("memory.nodes").starts_with("warn"), "{check}");
+    assert!(line("memory.nodes").ends_with("8 GiB in the nodes, MemTotal 24 GiB: 66.7% in no node"), "{check}");
+    assert!(line("pci.no_node").starts_with("note"), "{check}");
+    assert!(line("pci.no_node").ends_with("0000:17:00.0 (display, class 0x030200)"), "{check}");
+    // numactl's view of the same root is unchanged, byte for byte.
+    let hardware_after = nk(&["--sysroot", &root, "topo", "--hardware"]);
+    assert!(hardware_after.status.success());
+    assert_eq!(hardware_after.stdout, hardware_before.stdout);
+    // Nodes that add up say nothing.
+    put("proc/meminfo", "MemTotal: 8388608 kB\nMemFree: 6000000 kB\n");
+    let text = String::from_utf8_lossy(&nk(&["--sysroot", &root, "topo"]).stdout).into_owned();
+    assert!(!text.contains("Memory:"), "{text}");
+}

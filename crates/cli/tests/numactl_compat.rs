@@ -8,6 +8,10 @@
 //! (`-V` is `--verify`; there is no `--version`). They need one node and
 //! CPUs 0-1; the 4-node table is tests/vm_numactl.rs.
 //!
+//! A second table runs both under `taskset -c 0`: numactl judges a CPU
+//! list against the caller's affinity (`--all` against every CPU), a
+//! `--cpunodebind` binds past it, `!` inverts within the machine.
+//!
 //! With CI=true a missing numactl is a failure; elsewhere the test is skipped.
 
 mod common;
@@ -28,6 +32,14 @@ fn run(program: &str, pre: &[&str], args: &[&str]) -> Output {
     c.output().expect("run")
 }
 
+/// `run` under `taskset -c CPUS` (taskset execs the program by its path,
+/// so the link is still named `numactl`).
+fn run_in(cpus: &str, program: &str, pre: &[&str], args: &[&str]) -> Output {
+    let mut c = Command::new("taskset");
+    c.args(["-c", cpus, program]).args(pre).args(args).args(["sh", "-c", PROBE]).stdin(Stdio::null());
+    c.output().expect("run")
+}
+
 /// `-H` output without the free memory (it moves between two runs).
 fn view(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout)
@@ -39,15 +51,40 @@ fn view(o: &Output) -> String {
         .collect()
 }
 
-#[test]
-fn numactl_mode_follows_numactl_option_by_option() {
+/// numactl and CPUs 0-1 online, or why the test cannot run.
+fn ready() -> bool {
     if !Path::new("/usr/bin/numactl").exists() {
         skip_or_fail("numactl is not installed (Debian package numactl)");
-        return;
+        return false;
     }
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online");
     if !online.trim().starts_with("0-") {
         skip_or_fail(&format!("needs CPUs 0 and 1 online (online: {})", online.trim()));
+        return false;
+    }
+    true
+}
+
+/// A row's difference: not the same exit status class, or on success not
+/// the same output.
+fn differs(args: &[&str], who: &str, real: &Output, o: &Output) -> Option<String> {
+    let same_class = real.status.success() == o.status.success();
+    (!same_class || (real.status.success() && view(real) != view(o))).then(|| {
+        format!(
+            "{args:?} {who}:\n  real    {:?} {:?} {:?}\n  numakit {:?} {:?} {:?}",
+            real.status.code(),
+            view(real),
+            String::from_utf8_lossy(&real.stderr).lines().next(),
+            o.status.code(),
+            view(o),
+            String::from_utf8_lossy(&o.stderr).lines().next()
+        )
+    })
+}
+
+#[test]
+fn numactl_mode_follows_numactl_option_by_option() {
+    if !ready() {
         return;
     }
     let rows: &[&[&str]] = &[
@@ -105,19 +142,73 @@ fn numactl_mode_follows_numactl_option_by_option() {
         for (who, o) in
             [("numakit numactl", run(BIN, &["numactl"], args)), ("link", run(&link.to_string_lossy(), &[], args))]
         {
-            let same_class = real.status.success() == o.status.success();
-            if !same_class || (real.status.success() && view(&real) != view(&o)) {
-                failures.push(format!(
-                    "{args:?} {who}:\n  real    {:?} {:?} {:?}\n  numakit {:?} {:?} {:?}",
-                    real.status.code(),
-                    view(&real),
-                    String::from_utf8_lossy(&real.stderr).lines().next(),
-                    o.status.code(),
-                    view(&o),
-                    String::from_utf8_lossy(&o.stderr).lines().next()
-                ));
-            }
+            failures.extend(differs(args, who, &real, &o));
         }
     }
+    assert!(failures.is_empty(), "{} of {} rows differ:\n{}", failures.len(), rows.len(), failures.join("\n"));
+}
+
+#[test]
+fn numactl_mode_judges_lists_against_the_callers_affinity() {
+    if !ready() {
+        return;
+    }
+    // Every option that takes CPUs or nodes, under `taskset -c 0`, with and
+    // without --all.
+    let rows: &[&[&str]] = &[
+        &["-C", "1"],
+        &["-a", "-C", "1"],
+        &["-C", "0"],
+        &["-C", "all"],
+        &["-a", "-C", "all"],
+        &["-C", "!0"],
+        &["-C", "!1"],
+        &["-a", "-C", "!1"],
+        &["-C", "+0"],
+        &["-C", "+1"],
+        &["-a", "-C", "+1"],
+        &["-C", "0-1"],
+        &["-a", "-C", "0-1"],
+        &["-C", "1-1"],
+        &["-C", "0", "-C", "1"],
+        &["-a", "-C", "1", "-C", "0"],
+        &["-C", "1", "-N", "0"],
+        &["-N", "0", "-C", "1"],
+        &["-a", "-N", "0", "-C", "1"],
+        &["-N", "0"],
+        &["-a", "-N", "0"],
+        &["-N", "all"],
+        &["-N", "!0"],
+        &["-c", "0"],
+        &["-m", "0"],
+        &["-a", "-m", "all"],
+        &["-m", "!0"],
+        &["-i", "all"],
+        &["-a", "-i", "0"],
+        &["-p", "0"],
+        &["-a", "-p", "+0"],
+        &["-P", "0"],
+        &["-l", "-a", "-C", "1"],
+        &["-s"],
+        &["-a", "-s"],
+        &["-C", "0", "-s"],
+    ];
+    let link_dir = tempfile::tempdir().expect("tmp");
+    let link = link_dir.path().join("numactl");
+    std::os::unix::fs::symlink(BIN, &link).expect("symlink");
+    let mut failures = Vec::new();
+    for args in rows {
+        let real = run_in("0", "/usr/bin/numactl", &[], args);
+        for (who, o) in [
+            ("numakit numactl", run_in("0", BIN, &["numactl"], args)),
+            ("link", run_in("0", &link.to_string_lossy(), &[], args)),
+        ] {
+            failures.extend(differs(args, who, &real, &o));
+        }
+    }
+    // The refusal names the affinity, not a cpuset.
+    let o = run_in("0", BIN, &["numactl"], &["-C", "1"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("CPU 1 is outside this process's CPU affinity 0") && e.contains("--all lifts it"), "{e}");
     assert!(failures.is_empty(), "{} of {} rows differ:\n{}", failures.len(), rows.len(), failures.join("\n"));
 }

@@ -169,7 +169,7 @@ fn numastat_options_and_combinations_on_this_machine() {
         vec!["999999999", &pa],
         vec!["-p", "no-such-process-pattern"],
         vec!["no-such-process-pattern", "-m"],
-        vec!["--", "-m"],
+        vec!["--", "-no-such-dash-pattern"],
         vec!["-m", "-V"],
         vec!["-V", "-x"],
         vec!["-x", "-V"],

@@ -110,7 +110,7 @@ fn bad_values_exit_2_with_one_line() {
     SynthMachine::rr_4n(8, 1024).write(d.path()).expect("write");
     for (args, want) in [
         (vec!["-m", "7"], "--membind 7: node 7 does not exist (this machine has node(s) 0-3)"),
-        (vec!["-C", "0-99"], "--physcpubind 0-99: CPU 8-99 does not exist"),
+        (vec!["-C", "0-99"], "--physcpubind 0-99: CPU 99 does not exist (this machine has CPUs 0-7)"),
         (vec!["-p", "0,1"], "exactly one node"),
         (vec!["-N", "1", "-C", "0"], "no CPU in common"),
         (vec!["-m", "1-"], "invalid node list"),

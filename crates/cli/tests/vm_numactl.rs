@@ -15,6 +15,18 @@
 //! difference docs/install.md ("Where numakit differs") documents, and the
 //! test asserts that difference.
 //!
+//! A second table runs the options that take CPUs or nodes with the
+//! caller narrowed (`narrowed_table`): its affinity by `taskset` (CPUs 0
+//! and 2 of the root cpuset), its cpuset by a cgroup v2 cpuset (CPUs
+//! 0-1,4-5 and memory nodes 0-1: nodes 0 and 1), and both (`taskset -c 0`
+//! inside that cpuset), with and without `--all`. numactl 2.0.16 judges a
+//! CPU list against the affinity and a node list against the cpuset's
+//! nodes; its `--cpunodebind` binds past the affinity, `!` inverts within
+//! the machine, and the kernel keeps what `--all` reaches inside the
+//! cpuset. Those rows skip the `numactl` link and use a probe of shell
+//! builtins only (no process but the shell itself); `-c` (the same as
+//! `-N`) and `-w` (not in numactl 2.0.16) are left to the first table.
+//!
 //! The second boot also runs `numakit pin` against `taskset -p` on a child
 //! (both of taskset's forms, on 8 CPUs), as tests/pin_taskset.rs does here.
 //!
@@ -160,6 +172,81 @@ fn table() -> Vec<(Vec<&'static str>, Want)> {
     ]
 }
 
+/// How a narrowed row's caller is narrowed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Narrow {
+    /// `taskset -c 0,2` in the root cpuset.
+    Taskset,
+    /// The cgroup v2 cpuset `nk`: CPUs 0-1,4-5, memory nodes 0-1.
+    Cpuset,
+    /// `taskset -c 0` inside the cpuset `nk`.
+    Both,
+}
+use Narrow::*;
+
+/// The rows run with the caller narrowed: every option that takes CPUs or
+/// nodes, lists that reach past the limit, with and without `--all`.
+fn narrowed_table() -> Vec<(Narrow, Vec<&'static str>, Want)> {
+    let v = |n: Narrow, s: &[&'static str], w: Want| (n, s.to_vec(), w);
+    vec![
+        // The affinity (CPUs 0 and 2, nodes 0 and 2): CPU lists are judged
+        // against it, node lists are not.
+        v(Taskset, &["-C", "1"], Same),
+        v(Taskset, &["--all", "--physcpubind=1"], Same),
+        v(Taskset, &["-C", "0-2"], Same),
+        v(Taskset, &["-C", "!0"], Same),
+        v(Taskset, &["-a", "-C", "all"], Same),
+        v(Taskset, &["-N", "1"], Same),
+        v(Taskset, &["-m", "1"], Same),
+        v(Taskset, &["-p", "3"], Same),
+        v(Taskset, &["-P", "1-2"], Same),
+        v(Taskset, &["-i", "all"], Same),
+        v(Taskset, &["-s"], Same),
+        // The cpuset (nodes 0-1): CPU and node lists judged against it;
+        // --all lets a list reach past it, the kernel keeps the rest.
+        v(Cpuset, &["-C", "2"], Same),
+        v(Cpuset, &["-a", "-C", "1-3"], Same),
+        v(Cpuset, &["-C", "!0"], Same),
+        v(Cpuset, &["-N", "2"], Same),
+        v(Cpuset, &["-a", "-N", "1-2"], Same),
+        v(Cpuset, &["-m", "2"], Same),
+        v(Cpuset, &["-a", "-m", "1-2"], Same),
+        v(Cpuset, &["-p", "2"], Same),
+        v(Cpuset, &["-a", "-p", "2"], Same),
+        v(Cpuset, &["-P", "1"], Same),
+        v(Cpuset, &["-a", "-P", "1-3"], Same),
+        v(Cpuset, &["-i", "0-2"], Same),
+        v(Cpuset, &["-a", "-i", "all"], Same),
+        v(Cpuset, &["-s"], Same),
+        // Both: taskset -c 0 inside the cpuset.
+        v(Both, &["-C", "4"], Same),
+        v(Both, &["-a", "-C", "1"], Same),
+        v(Both, &["-N", "1"], Same),
+        v(Both, &["-m", "1"], Same),
+        v(Both, &["-a", "-s"], Same),
+    ]
+}
+
+/// The shell of a narrowed row: the check's own shell (`( eval … )`, a
+/// subshell: `/proc/self` read by a builtin is that process) narrows itself,
+/// then the runs as in [`row_script`], each printing its placement with
+/// shell builtins (`/tmp/probe-b.sh`).
+fn narrowed_row_script(narrow: Narrow, args: &[&str]) -> String {
+    let a: Vec<String> = args.iter().map(|x| q(x)).collect();
+    let a = a.join(" ");
+    let enter = match narrow {
+        Taskset => "taskset -p -c 0,2 $me >/dev/null",
+        Cpuset => "echo $me > /sys/fs/cgroup/nk/cgroup.procs",
+        Both => "echo $me > /sys/fs/cgroup/nk/cgroup.procs && taskset -p -c 0 $me >/dev/null",
+    };
+    format!(
+        "read -r me _ < /proc/self/stat; {enter} || exit 99
+         echo '@@ real'; /usr/bin/numactl {a} sh /tmp/probe-b.sh 2>/tmp/e1; echo \"@@ rc $?\"; [ -s /tmp/e1 ] && cat /tmp/e1 >&2
+         echo '@@ numakit'; {NK} numactl {a} sh /tmp/probe-b.sh 2>/tmp/e2; echo \"@@ rc $?\"; [ -s /tmp/e2 ] && cat /tmp/e2 >&2
+         true"
+    )
+}
+
 /// `'…'` quoting for the guest's sh.
 fn q(a: &str) -> String {
     format!("'{}'", a.replace('\'', "'\\''"))
@@ -242,6 +329,14 @@ fn vm_numactl_parity_table_on_4n_rr() {
          echo \"policy $(head -1 /proc/self/numa_maps | cut -d' ' -f2)\"\n\
          /usr/bin/numactl --show\n\
          EOS\n\
+         cat > /tmp/probe-b.sh <<'EOS'\n\
+         while IFS= read -r l; do case $l in Cpus_allowed_list*|Mems_allowed_list*) echo \"$l\";; esac; done < /proc/self/status\n\
+         read -r _ p _ < /proc/self/numa_maps; echo \"policy $p\"\n\
+         EOS\n\
+         mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup\n\
+         echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir -p /sys/fs/cgroup/nk\n\
+         echo 0-1,4-5 > /sys/fs/cgroup/nk/cpuset.cpus && echo 0-1 > /sys/fs/cgroup/nk/cpuset.mems\n\
+         cat /sys/fs/cgroup/nk/cpuset.cpus.effective\n\
          /usr/bin/numactl --version 2>&1 | head -1; dpkg-query -W numactl"
     );
     // Two boots side by side (a guest is one TCG thread): the rows split in
@@ -251,12 +346,24 @@ fn vm_numactl_parity_table_on_4n_rr() {
     for (i, (args, _)) in rows.iter().enumerate() {
         boots[usize::from(i >= half)].push((format!("row{i:03}"), row_script(args, i % 3 == 0)));
     }
+    // A quarter of the narrowed rows in the first boot, the rest in the
+    // second: the first half of the table is the slower one (more `link`
+    // runs and --hardware rows), and this split ends both boots together
+    // (their guest uptimes are printed below).
+    let narrowed = narrowed_table();
+    for (i, (narrow, args, _)) in narrowed.iter().enumerate() {
+        boots[usize::from(i % 4 != 0)].push((format!("narrow{i:03}"), narrowed_row_script(*narrow, args)));
+    }
     boots[1].push(("pin_taskset".to_string(), pin_script()));
+    for (b, boot) in boots.iter_mut().enumerate() {
+        boot.push((format!("uptime{b}"), "cat /proc/uptime".to_string()));
+    }
     let topo = Topology::named("4n-rr").expect("named topology");
     let out = Vm::run_boots(&topo, &boots, RunSpec::default().timeout(Duration::from_secs(1200)))
         .unwrap_or_else(|e| panic!("guest: {e}"));
     for setup in ["setup0", "setup1"] {
         assert!(out[setup].stdout.contains("2.0.16"), "the guest's numactl: {:?}", out[setup]);
+        assert!(out[setup].stdout.starts_with("0-1,4-5\n"), "the cpuset nk: {:?}", out[setup]);
     }
 
     let (mut same, mut documented, mut failures) = (0, 0, Vec::new());
@@ -290,6 +397,49 @@ fn vm_numactl_parity_table_on_4n_rr() {
         }
     }
     eprintln!("numactl parity: {same} rows the same, {documented} documented differences, {} failing", failures.len());
+
+    // The narrowed rows: the same rules, and every narrowing took effect
+    // (the real numactl's own view of the affinity and memory nodes).
+    let (mut n_same, mut n_documented, before) = (0, 0, failures.len());
+    for (i, (narrow, args, want)) in narrowed.iter().enumerate() {
+        let o = &out[&format!("narrow{i:03}")];
+        let r = runs(&o.stdout);
+        let who: Vec<&str> = r.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(who, ["real", "numakit"], "{narrow:?} row {args:?}: {o:?}");
+        let real = &r[0];
+        let ok = match want {
+            Same => real.1 == 0 && r[1].1 == 0 && r[1].2 == real.2 || real.1 != 0 && r[1].1 > 0,
+            NewerOption => real.1 != 0 && r[1].1 == 0,
+            NumakitRefuses => false,
+        };
+        if !ok {
+            failures.push(format!(
+                "{narrow:?}: numactl {args:?} ({want:?}):\n{}\n--- stderr ---\n{}",
+                r.iter().map(|(w, c, t)| format!("--- {w} exit {c} ---\n{t}")).collect::<String>(),
+                o.stderr
+            ));
+        } else if *want == Same {
+            n_same += 1;
+        } else {
+            n_documented += 1;
+        }
+    }
+    for b in 0..2 {
+        let up = out[&format!("uptime{b}")].stdout.split_whitespace().next().unwrap_or("?").to_string();
+        eprintln!("boot {b}: {up} s of guest time at its end");
+    }
+    let shown = |n: Narrow, args: &[&str]| {
+        let i = narrowed.iter().position(|(x, a, _)| *x == n && a == args).expect("row");
+        runs(&out[&format!("narrow{i:03}")].stdout)[0].2.clone()
+    };
+    assert!(shown(Taskset, &["-s"]).contains("physcpubind: 0 2 \n"), "taskset took effect");
+    assert!(shown(Cpuset, &["-s"]).contains("physcpubind: 0 1 4 5 \n"), "the cpuset took effect");
+    assert!(shown(Cpuset, &["-s"]).contains("membind: 0 1 \n"), "the cpuset's nodes");
+    assert!(shown(Both, &["-a", "-s"]).contains("physcpubind: 0 \n"), "taskset in the cpuset");
+    eprintln!(
+        "narrowed callers: {n_same} rows the same, {n_documented} documented differences, {} failing",
+        failures.len() - before
+    );
 
     // pin against taskset on 8 CPUs: same exit class and affinity, except
     // the documented rows (numakit refuses CPUs the machine lacks in a list).

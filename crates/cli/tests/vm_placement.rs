@@ -259,6 +259,15 @@ fn vm_memoryless_node_is_refused_for_memory_and_usable_for_cpus() {
                 .into(),
         ),
         ("auto", "$NK run --auto --cpus 2 --mem 64M --dry-run -- true".into()),
+        // numactl 2.0.16 judges -N by the memory nodes, which never hold a
+        // memory-less node: refused without -a. numakit binds (the
+        // documented difference, docs/install.md).
+        (
+            "numactl_n",
+            "for a in '-N 1' '-a -N 1'; do /usr/bin/numactl $a true 2>/dev/null; r=$?; $NK numactl $a true; \
+             echo \"$a real $r numakit $?\"; done"
+                .into(),
+        ),
     ];
     let out = run("memless", &checks);
     for k in ["membind", "preferred"] {
@@ -272,4 +281,7 @@ fn vm_memoryless_node_is_refused_for_memory_and_usable_for_cpus() {
     assert_eq!(p.get(&1), None, "no page can be on the memory-less node: {p:?}");
     assert_eq!(p.values().sum::<u64>(), 32 * 256, "{p:?}");
     assert!(out["auto"].success(), "{:?}", out["auto"]);
+    let o = &out["numactl_n"];
+    assert!(o.stdout.contains("-N 1 real 1 numakit 0\n"), "{o:?}");
+    assert!(o.stdout.contains("-a -N 1 real 0 numakit 0\n"), "{o:?}");
 }

@@ -148,6 +148,7 @@ impl StaticBind {
                     total_bytes: n.mem_bytes,
                     free_bytes: None,
                     used_bytes: None,
+                    inactive_file_bytes: None,
                 }),
                 hugepages: Vec::new(),
                 has_cpu: n.cpus > 0,
@@ -175,6 +176,7 @@ impl StaticBind {
             caches: Vec::new(),
             pci_devices: Vec::new(),
             allowed: Allowed { cpus: all, nodes: ids, from: "simulated".into() },
+            memory_accounting: None,
             numa_info: true,
         };
         Self { topo, first_cpu }

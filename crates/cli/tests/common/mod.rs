@@ -54,6 +54,11 @@ pub fn assert_topo_json_shape(v: &Value) {
         assert!(d["class"].is_string() || d["class"].is_null());
     }
     assert!(v["allowed"]["cpus"].is_array() && v["allowed"]["nodes"].is_array());
+    let a = &v["memory_accounting"];
+    if !a.is_null() {
+        assert!(a["meminfo_total_bytes"].is_u64() && a["nodes_total_bytes"].is_u64(), "{a}");
+        assert!(a["difference_bytes"].is_i64() && a["adds_up"].is_boolean(), "{a}");
+    }
 }
 
 /// One extracted real-machine dump with its references.

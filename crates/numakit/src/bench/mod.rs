@@ -11,9 +11,10 @@
 //! * [`firmware`]: measured remote/local ratios beside SLIT and HMAT.
 //!
 //! [`run_bandwidth`], [`run_latency`] and [`run_loaded`] resolve defaults
-//! from the [`Topology`] (array sizes from the last-level caches, threads
-//! from the node's CPUs), check the nodes, and drive a probe over every
-//! pair. Nothing here prints: progress goes to a callback and results come
+//! from the [`Topology`] (array sizes from the last-level caches, fitted
+//! to the memory nodes' free memory with a note when they shrink:
+//! `sizing`; threads from the node's CPUs), check the nodes, and drive a
+//! probe over every pair. Nothing here prints: progress goes to a callback and results come
 //! back as structs that `present::bench` and `present::plot` render.
 
 pub mod chase;
@@ -21,6 +22,7 @@ pub mod firmware;
 pub mod kernels;
 pub mod results;
 pub mod runner;
+mod sizing;
 
 use std::time::Duration;
 
@@ -29,6 +31,7 @@ pub use firmware::{bandwidth_checks, latency_checks, FirmwareCheck, Measure, DIS
 pub use kernels::Kernel;
 pub use results::{BandwidthReport, BandwidthResult, LatencyReport, LatencyResult, LoadedPoint, LoadedReport};
 pub use runner::{BandwidthParams, LatencyParams, LiveProbe, LoadedParams, Pair, Probe};
+pub use sizing::{default_array_bytes, default_latency_bytes, total_llc_bytes};
 
 use crate::sets::NodeSet;
 use crate::topo::Topology;
@@ -56,32 +59,6 @@ pub struct Step {
     pub total: usize,
     /// The one about to start (empty at the end).
     pub what: String,
-}
-
-/// The default array size of the bandwidth test: STREAM's rule, each
-/// array at least 4 times the total last-level cache (rounded up to MiB);
-/// 128 MiB when the caches are unknown.
-pub fn default_array_bytes(topo: &Topology) -> u64 {
-    match total_llc_bytes(topo) {
-        Some(llc) => (4 * llc).next_multiple_of(1 << 20),
-        None => 128 << 20,
-    }
-}
-
-/// The default latency buffer: 256 MiB, or 4 times the total last-level
-/// cache rounded up to a power of two when that is larger.
-pub fn default_latency_bytes(topo: &Topology) -> u64 {
-    let four_llc = total_llc_bytes(topo).map_or(0, |l| (4 * l).next_power_of_two());
-    four_llc.max(256 << 20)
-}
-
-/// Sum of the sizes of the highest-level data or unified caches.
-pub fn total_llc_bytes(topo: &Topology) -> Option<u64> {
-    let data = |k: &str| k.eq_ignore_ascii_case("unified") || k.eq_ignore_ascii_case("data");
-    let level = topo.caches.iter().filter(|c| data(&c.kind)).map(|c| c.level).max()?;
-    let total: u64 =
-        topo.caches.iter().filter(|c| c.level == level && data(&c.kind)).filter_map(|c| c.size_bytes).sum();
-    (total > 0).then_some(total)
 }
 
 /// Powers of two from `from` to `to` (both rounded to powers of two), the
@@ -147,20 +124,6 @@ pub fn pairs(
         .collect())
 }
 
-/// Refuses when `node` has less free memory than `bytes` (plus 5%) by its
-/// `MemFree`.
-fn check_memory(topo: &Topology, node: u32, bytes: u64) -> Result<(), BenchError> {
-    let free = topo.node(node).and_then(|n| n.memory).and_then(|m| m.free_bytes);
-    match free {
-        Some(f) if f < bytes + bytes / 20 => Err(BenchError::Usage(format!(
-            "node {node} has {} free, the buffers need {}: use a smaller --size",
-            crate::units::human_bytes(f),
-            crate::units::human_bytes(bytes)
-        ))),
-        _ => Ok(()),
-    }
-}
-
 fn mem_nodes_of(pairs: &[Pair]) -> Vec<u32> {
     let mut m: Vec<u32> = pairs.iter().map(|p| p.mem_node).collect();
     m.sort_unstable();
@@ -214,10 +177,7 @@ pub fn run_bandwidth(
         return Err(BenchError::Usage("need at least one repetition, one kernel and one thread".into()));
     }
     let pairs = pairs(topo, opts.cpu_nodes.as_ref(), opts.mem_nodes.as_ref())?;
-    let array_bytes = opts.array_bytes.unwrap_or_else(|| default_array_bytes(topo));
-    for m in mem_nodes_of(&pairs) {
-        check_memory(topo, m, 3 * array_bytes)?;
-    }
+    let (array_bytes, note) = sizing::array_bytes(topo, opts.array_bytes, &mem_nodes_of(&pairs))?;
     let params = BandwidthParams {
         array_bytes,
         threads: opts.threads,
@@ -244,6 +204,7 @@ pub fn run_bandwidth(
         validated: true,
         results,
         firmware,
+        notes: note.into_iter().collect(),
     })
 }
 
@@ -294,15 +255,10 @@ pub fn run_latency(
         return Err(BenchError::Usage("need at least one repetition".into()));
     }
     let pairs = pairs(topo, opts.cpu_nodes.as_ref(), opts.mem_nodes.as_ref())?;
-    let sizes = opts.sizes.clone().unwrap_or_else(|| vec![default_latency_bytes(topo)]);
-    if sizes.is_empty() {
+    if opts.sizes.as_ref().is_some_and(Vec::is_empty) {
         return Err(BenchError::Usage("no size to measure".into()));
     }
-    if let Some(&max) = sizes.iter().max() {
-        for m in mem_nodes_of(&pairs) {
-            check_memory(topo, m, max)?;
-        }
-    }
+    let (sizes, note) = sizing::latency_sizes(topo, opts.sizes.as_deref(), &mem_nodes_of(&pairs))?;
     let params = LatencyParams {
         reps: opts.reps,
         time_per_rep: opts.time_per_rep,
@@ -330,7 +286,15 @@ pub fn run_latency(
     }
     progress(&Step { done: total, total, what: String::new() });
     let firmware = latency_checks(topo, &results);
-    Ok(LatencyReport { pattern: opts.pattern, reps: opts.reps, huge_pages: opts.huge_pages, sizes, results, firmware })
+    Ok(LatencyReport {
+        pattern: opts.pattern,
+        reps: opts.reps,
+        huge_pages: opts.huge_pages,
+        sizes,
+        results,
+        firmware,
+        notes: note.into_iter().collect(),
+    })
 }
 
 /// Options of [`run_loaded`].
@@ -395,11 +359,10 @@ pub fn run_loaded(
         .or_else(|| all.first())
         .cloned()
         .ok_or_else(|| BenchError::Usage("no usable node pair".into()))?;
-    let size_bytes = opts.size_bytes.unwrap_or_else(|| default_latency_bytes(topo));
-    let generator_bytes = opts.generator_bytes.unwrap_or_else(|| default_array_bytes(topo));
     let generators =
         opts.generators.unwrap_or(pair.cpus.len().saturating_sub(1)).min(pair.cpus.len().saturating_sub(1));
-    check_memory(topo, pair.mem_node, size_bytes + generators as u64 * generator_bytes)?;
+    let (size_bytes, generator_bytes, note) =
+        sizing::loaded_bytes(topo, (opts.size_bytes, opts.generator_bytes), generators as u64, pair.mem_node)?;
     let mut delays: Vec<Option<u64>> = vec![None];
     if generators > 0 {
         delays.extend(opts.delays.clone().unwrap_or_else(|| DEFAULT_DELAYS.to_vec()).into_iter().map(Some));
@@ -421,7 +384,9 @@ pub fn run_loaded(
     });
     let raw = probe.loaded(&pair, &params)?;
     progress(&Step { done: 1, total: 1, what: String::new() });
-    Ok(results::summarise_loaded(&pair, size_bytes, generator_bytes, &raw))
+    let mut report = results::summarise_loaded(&pair, size_bytes, generator_bytes, &raw);
+    report.notes = note.into_iter().collect();
+    Ok(report)
 }
 
 #[cfg(test)]

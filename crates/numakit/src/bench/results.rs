@@ -58,6 +58,9 @@ pub struct BandwidthReport {
     pub results: Vec<BandwidthResult>,
     /// Measured remote/local ratios beside the firmware's.
     pub firmware: Vec<FirmwareCheck>,
+    /// What the run did differently from its defaults, and why (a default
+    /// size that did not fit in the free memory).
+    pub notes: Vec<String>,
 }
 
 /// Latency of one pair at one size.
@@ -97,6 +100,8 @@ pub struct LatencyReport {
     /// Measured remote/local ratios (at the largest size) beside the
     /// firmware's.
     pub firmware: Vec<FirmwareCheck>,
+    /// What the run did differently from its defaults, and why.
+    pub notes: Vec<String>,
 }
 
 /// One point of the loaded-latency curve.
@@ -134,6 +139,8 @@ pub struct LoadedReport {
     pub cpus_seen: CpuSet,
     /// Share of the buffers' pages on the memory node, percent.
     pub pages_on_node_pct: Option<f64>,
+    /// What the run did differently from its defaults, and why.
+    pub notes: Vec<String>,
 }
 
 /// GB/s from bytes and seconds (0 for a zero time).
@@ -210,6 +217,7 @@ pub fn summarise_loaded(pair: &Pair, size_bytes: u64, generator_bytes: u64, raw:
             .collect(),
         cpus_seen: raw.cpus_seen.clone(),
         pages_on_node_pct: raw.pages_on_node_pct,
+        notes: Vec::new(),
     }
 }
 

@@ -175,6 +175,73 @@ fn memory_is_checked_before_anything_runs() {
     assert!(probe.calls.is_empty());
 }
 
+fn llc(t: &mut Topology, bytes: u64) {
+    t.caches = vec![crate::topo::Cache {
+        level: 3,
+        kind: "Unified".into(),
+        size_bytes: Some(bytes),
+        line_bytes: Some(64),
+        cpus: CpuSet::new(),
+    }];
+}
+
+#[test]
+fn defaults_shrink_to_fit_free_memory_with_a_note() {
+    // 1 GiB nodes, 768 MiB free: defaults may take 576 MiB of a node.
+    let (_d, mut t) = machine();
+    llc(&mut t, 60 << 20);
+    let mut probe = Fake { topo: t.clone(), calls: vec![] };
+    // STREAM's rule wants three arrays of 240 MiB: 192 MiB each fit.
+    let r = run_bandwidth(&t, &mut probe, &BandwidthOptions { reps: 1, ..Default::default() }, &mut |_| {})
+        .expect("the default fits");
+    assert_eq!(r.array_bytes, 192 << 20);
+    assert!(probe.calls.iter().all(|c| c.2 == 192 << 20));
+    assert_eq!(
+        r.notes,
+        vec!["arrays of 192 MiB each instead of 240 MiB (4 × the last-level cache of 60 MiB, STREAM's rule): node 0 \
+              has 768 MiB free and the three arrays are kept within three quarters of it; arrays smaller than 4 × \
+              the last-level cache let part of the traffic hit the cache"
+            .to_string()]
+    );
+    // The chase: 256 MiB fits; 4 × 130 MiB wants 1 GiB, 512 MiB fit.
+    let r = run_latency(&t, &mut probe, &LatencyOptions { reps: 1, ..Default::default() }, &mut |_| {}).expect("ok");
+    assert_eq!((r.sizes.clone(), r.notes.len()), (vec![256 << 20], 0));
+    llc(&mut t, 130 << 20);
+    let r = run_latency(&t, &mut probe, &LatencyOptions { reps: 1, ..Default::default() }, &mut |_| {}).expect("ok");
+    assert_eq!(r.sizes, vec![512 << 20]);
+    assert!(r.notes[0].starts_with("a chase buffer of 512 MiB instead of 1 GiB"), "{:?}", r.notes);
+    assert!(r.notes[0].ends_with("lets part of the chase hit the cache"), "{:?}", r.notes);
+    // A size the user gave is refused, not shrunk.
+    let opts = LatencyOptions { sizes: Some(vec![1 << 30]), ..Default::default() };
+    let e = run_latency(&t, &mut probe, &opts, &mut |_| {}).expect_err("too big");
+    assert!(e.to_string().starts_with("node 0 has 768 MiB free, the buffers need 1 GiB"), "{e}");
+    // Loaded: a 1 GiB chase and one 520 MiB generator shrink together (the
+    // chase to a power of two, the generator to what it leaves); a given
+    // chase size stays and the generator takes the rest.
+    let opts = LoadedOptions { cpu_node: Some(0), delays: Some(vec![0]), ..Default::default() };
+    let r = run_loaded(&t, &mut probe, &opts, &mut |_| {}).expect("ok");
+    assert_eq!((r.size_bytes, r.generator_bytes), (256 << 20, 320 << 20));
+    assert!(
+        r.notes[0].starts_with(
+            "a chase buffer of 256 MiB instead of 1 GiB and generator buffers of 320 MiB instead of 520 MiB: node 0"
+        ),
+        "{:?}",
+        r.notes
+    );
+    let opts = LoadedOptions { size_bytes: Some(64 << 20), ..opts };
+    let r = run_loaded(&t, &mut probe, &opts, &mut |_| {}).expect("ok");
+    assert_eq!((r.size_bytes, r.generator_bytes), (64 << 20, 512 << 20));
+    // Too little free memory for even the smallest default is one line.
+    let mut starved = t.clone();
+    for n in &mut starved.nodes {
+        if let Some(m) = n.memory.as_mut() {
+            m.free_bytes = Some(2 << 20);
+        }
+    }
+    let e = run_bandwidth(&starved, &mut probe, &BandwidthOptions::default(), &mut |_| {}).expect_err("starved");
+    assert_eq!(e.to_string(), "node 0 has 2 MiB free: too little for the bandwidth test's three arrays");
+}
+
 #[test]
 fn latency_sweep_from_a_stand_in() {
     let (_d, t) = machine();
@@ -214,4 +281,23 @@ fn loaded_curve_from_a_stand_in() {
     let opts = LoadedOptions { mem_node: Some(3), ..opts };
     let r = run_loaded(&t, &mut probe, &opts, &mut |_| {}).expect("runs");
     assert_eq!((r.cpu_node, r.mem_node), (1, 3));
+}
+
+#[test]
+fn sizes_from_absurd_caches_and_requests_do_not_overflow() {
+    let (_d, mut t) = machine();
+    llc(&mut t, u64::MAX / 2);
+    t.caches.push(t.caches[0].clone());
+    t.caches[1].cpus.insert(1);
+    assert_eq!(total_llc_bytes(&t), Some(u64::MAX - 1));
+    assert!(default_array_bytes(&t) >= u64::MAX / 2);
+    assert_eq!(default_latency_bytes(&t), 1 << 63);
+    let mut probe = Fake { topo: t.clone(), calls: vec![] };
+    // The default shrinks to what is free; a huge size given is refused.
+    let r = run_bandwidth(&t, &mut probe, &BandwidthOptions { reps: 1, ..Default::default() }, &mut |_| {});
+    assert_eq!(r.expect("fits").array_bytes, 192 << 20);
+    let opts = BandwidthOptions { array_bytes: Some(u64::MAX / 2), ..Default::default() };
+    assert!(run_bandwidth(&t, &mut probe, &opts, &mut |_| {}).is_err());
+    let opts = LoadedOptions { cpu_node: Some(0), generator_bytes: Some(u64::MAX), ..Default::default() };
+    assert!(run_loaded(&t, &mut probe, &opts, &mut |_| {}).is_err());
 }

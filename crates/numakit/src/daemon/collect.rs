@@ -231,8 +231,10 @@ impl Collector {
         // free memory now.
         let cpu_now = cpustat::read_cpu_sample(sys)?;
         let idle = cpustat::idle_share(self.prev_cpu.as_ref().unwrap_or(&BTreeMap::new()), &cpu_now);
-        let free: BTreeMap<u32, u64> =
-            meminfo::read_node_free(sys)?.into_iter().map(|m| (m.id, m.free_bytes().unwrap_or(0))).collect();
+        let free: BTreeMap<u32, u64> = meminfo::read_node_free(sys)?
+            .into_iter()
+            .map(|m| (m.id, crate::topo::available(m.free_bytes(), m.get("Inactive(file)")).unwrap_or(0)))
+            .collect();
         let nodes = node_cpus
             .nodes
             .iter()

@@ -52,7 +52,8 @@ pub struct NodeLoad {
     pub node: u32,
     /// Its CPUs that are idle now.
     pub idle_cpus: CpuSet,
-    /// Its free memory.
+    /// Its free memory: `MemFree` + `Inactive(file)` (page cache the
+    /// kernel reclaims first).
     pub free_bytes: u64,
     /// Jobs numakit placed there that still run (from the job ledger,
     /// `batch::ledger`; 0 when not known). Among the nodes a job
@@ -100,16 +101,17 @@ fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
-/// The nodes' loads from a set of idle CPUs and the free memory the
-/// topology read (0 where the kernel does not say), in the topology's
-/// node order.
+/// The nodes' loads from a set of idle CPUs and the memory the topology
+/// read as available (`MemFree` + `Inactive(file)`,
+/// [`NodeMemory::available_bytes`](crate::topo::NodeMemory::available_bytes);
+/// 0 where the kernel does not say), in the topology's node order.
 pub fn loads_of(topo: &Topology, idle: &CpuSet) -> Vec<NodeLoad> {
     topo.nodes
         .iter()
         .map(|n| NodeLoad {
             node: n.id,
             idle_cpus: n.cpus.intersection(idle),
-            free_bytes: n.memory.and_then(|m| m.free_bytes).unwrap_or(0),
+            free_bytes: n.memory.and_then(|m| m.available_bytes()).unwrap_or(0),
             placed: 0,
         })
         .collect()

@@ -179,7 +179,7 @@ pub fn plan(
     }
     let bytes_to_move = leaving(&before, &from, &to);
     let target_free_bytes: u64 =
-        to.iter().filter_map(|n| topo.node(n)).filter_map(|n| n.memory.and_then(|m| m.free_bytes)).sum();
+        to.iter().filter_map(|n| topo.node(n)).filter_map(|n| n.memory.and_then(|m| m.available_bytes())).sum();
     if bytes_to_move > target_free_bytes && !force {
         return Err(MigrateError::NoRoom {
             to_move: bytes_to_move,

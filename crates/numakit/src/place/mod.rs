@@ -14,6 +14,7 @@
 
 pub mod auto;
 pub mod iospec;
+mod limits;
 pub mod migrate;
 pub mod pin;
 mod plan;

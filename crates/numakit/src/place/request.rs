@@ -1,12 +1,23 @@
 //! Resolving numactl-style placement options into a [`Plan`], with the
-//! checks numactl lacks: unknown or disallowed nodes and CPUs (saying that
-//! a cpuset restricts them), memory policies on memory-less nodes, CPU
-//! binding to CPU-less nodes, `--localalloc` across several nodes, empty
-//! intersections, conflicting policies, and features the kernel lacks.
+//! checks numactl lacks: unknown or disallowed nodes and CPUs (saying
+//! whether the affinity or a cpuset restricts them), memory policies on
+//! memory-less nodes, CPU binding to CPU-less nodes, `--localalloc` across
+//! several nodes, empty intersections, conflicting policies, and features
+//! the kernel lacks.
+//!
+//! Lists are read as numactl 2.0.16 reads them: a CPU list is judged
+//! against the caller's CPU affinity and a node list against its memory
+//! nodes (`--all`: against every CPU and node); the ids typed must be
+//! allowed, the ids inside a range that are not are skipped, `all` and `+`
+//! refer to the allowed ones and `!` inverts within the whole machine. A
+//! `--cpunodebind` binds to every CPU of its nodes, past a narrowed
+//! affinity; what reaches past the affinity is kept inside the cpuset, as
+//! the kernel keeps it (`limits`).
 
 use std::fmt;
 
 use super::iospec;
+use super::limits::Limits;
 use super::plan::{MemMode, MemPolicy, Plan};
 use crate::sets::numactl::SetSpec;
 use crate::sets::{CpuSet, NodeSet};
@@ -78,8 +89,9 @@ pub struct Request {
     pub opts: Vec<PolicyOpt>,
     /// `--balancing` / `-b`: MPOL_F_NUMA_BALANCING with `--membind`.
     pub balancing: bool,
-    /// `--all` / `-a`: `all`, `!` and `+` refer to every node and CPU, not
-    /// only to the caller's cpuset.
+    /// `--all` / `-a`: lists are judged against every CPU and node, not
+    /// against the caller's CPU affinity and memory nodes (what they bind
+    /// is still kept inside its cpuset, as the kernel keeps it).
     pub all: bool,
 }
 
@@ -109,21 +121,11 @@ fn err<T>(msg: impl Into<String>) -> Result<T, PlaceError> {
     Err(PlaceError(msg.into()))
 }
 
-fn list_or_none(s: &str) -> &str {
-    if s.is_empty() {
-        "none"
-    } else {
-        s
-    }
-}
-
 impl Request {
     /// Resolves the request into a plan, or says why it cannot be done.
     pub fn resolve(&self, ctx: &Context<'_>) -> Result<Plan, PlaceError> {
         let topo = ctx.topo;
-        let existing = topo.node_ids();
-        let allowed_nodes = topo.allowed.nodes.intersection(&existing);
-        let allowed_cpus = topo.allowed.cpus.clone();
+        let limits = Limits::new(topo, ctx.sys);
         let mut previous: Option<NodeSet> = None;
         let mut cpus: Option<CpuSet> = None;
         let mut cpus_from: Vec<String> = Vec::new();
@@ -134,10 +136,7 @@ impl Request {
             match opt.kind {
                 OptKind::PhysCpuBind => {
                     let v = opt.value.as_deref().unwrap_or("");
-                    let base = if self.all { topo.online_cpus.clone() } else { allowed_cpus.clone() };
-                    let spec = SetSpec::<crate::sets::Cpu>::parse(v).map_err(|e| PlaceError(format!("{flag}: {e}")))?;
-                    let set = spec.resolve(&base, None).map_err(|e| PlaceError(format!("{flag} {v}: {e}")))?;
-                    check_cpus(flag, v, &set, topo)?;
+                    let set = self.cpu_spec(topo, &limits, flag, v)?;
                     cpus = Some(intersect(cpus.take(), set, &mut cpus_from, format!("{flag} {v}"))?);
                 }
                 OptKind::LocalAlloc => {
@@ -148,21 +147,15 @@ impl Request {
                 }
                 kind => {
                     let v = opt.value.as_deref().unwrap_or("");
-                    let nodes = self.node_spec(ctx, flag, v, kind, &allowed_nodes, previous.as_ref())?;
+                    let nodes = self.node_spec(ctx, &limits, flag, v, kind, previous.as_ref())?;
                     previous = Some(nodes.clone());
-                    check_nodes(flag, v, &nodes, topo)?;
                     if kind == OptKind::CpuNodeBind {
-                        if let Some(n) = nodes.iter().find(|&n| topo.node(n).is_some_and(|x| !x.has_cpu)) {
-                            return err(format!("{flag} {v}: node {n} has no CPUs (a memory-only node); bind memory there with --membind, CPUs elsewhere"));
-                        }
-                        let set = topo.cpus_of_nodes(&nodes).intersection(&topo.online_cpus);
-                        let set = if self.all { set } else { set.intersection(&allowed_cpus) };
+                        // Every CPU of the nodes, past a narrowed affinity
+                        // (numactl binds so), inside the cpuset.
+                        let reach = topo.cpus_of_nodes(&nodes).intersection(&topo.online_cpus);
+                        let set = limits.within_cpuset(&reach);
                         if set.is_empty() {
-                            return err(format!(
-                                "{flag} {v}: none of the CPUs of node(s) {} is allowed (allowed CPUs: {}; a cpuset/cgroup restricts this process)",
-                                nodes.to_list(),
-                                list_or_none(&allowed_cpus.to_list())
-                            ));
+                            return Err(limits.no_cpu_in_cpuset(flag, v, &reach));
                         }
                         cpus = Some(intersect(cpus.take(), set, &mut cpus_from, format!("{flag} {v}"))?);
                         continue;
@@ -191,12 +184,17 @@ impl Request {
                             ),
                         });
                     }
-                    check_allowed_memory(flag, v, &nodes, topo)?;
                     if kind == OptKind::Preferred && nodes.len() != 1 {
                         return err(format!(
                             "{flag} {v}: --preferred takes exactly one node (use --preferred-many for several)"
                         ));
                     }
+                    // The kernel keeps a policy to the cpuset's nodes (what
+                    // `!` or --all reach past them); none left is refused.
+                    let nodes = match nodes.intersection(limits.mems()) {
+                        kept if kept.is_empty() => return Err(limits.outside_mems(flag, v, &nodes)),
+                        kept => kept,
+                    };
                     if kind == OptKind::WeightedInterleave && ctx.kernel.is_some_and(|k| k < (6, 9)) {
                         let (a, b) = ctx.kernel.unwrap_or((0, 0));
                         return err(format!(
@@ -239,37 +237,100 @@ impl Request {
         Ok(Plan { cpus, memory })
     }
 
+    /// A node list: its typed ids checked (they exist; memory-less or
+    /// CPU-less where that matters is refused by the caller; within the
+    /// memory nodes unless --all), then read as libnuma reads it.
     fn node_spec(
         &self,
         ctx: &Context<'_>,
+        limits: &Limits<'_>,
         flag: &str,
         v: &str,
         kind: OptKind,
-        allowed_nodes: &NodeSet,
         previous: Option<&NodeSet>,
     ) -> Result<NodeSet, PlaceError> {
         let topo = ctx.topo;
         if iospec::is_iospec(v) {
             return iospec::resolve(ctx.sys, topo, v).map_err(|e| PlaceError(format!("{flag} {v}: {e}")));
         }
-        // What `all`, `!` and `+` refer to: the allowed nodes that can serve
-        // this option (with memory for memory policies, with CPUs for CPU
-        // binding), or every such node with --all.
-        let base = if self.all { topo.node_ids() } else { allowed_nodes.clone() };
+        let existing = topo.node_ids();
+        // The nodes that can serve this option: with memory for memory
+        // policies, with CPUs for CPU binding.
         let usable = match kind {
             OptKind::CpuNodeBind => topo.cpu_nodes(),
             _ => topo.memory_nodes(),
         };
+        let judged = if self.all { existing.clone() } else { limits.mems().intersection(&existing) };
         let spec = SetSpec::<crate::sets::Node>::parse(v).map_err(|e| PlaceError(format!("{flag}: {e}")))?;
-        let base = match &spec {
-            SetSpec::Ids { all: true, .. } | SetSpec::Ids { invert: true, .. } => base.intersection(&usable),
-            _ => base,
-        };
-        let nodes = spec.resolve(&base, previous).map_err(|e| PlaceError(format!("{flag} {v}: {e}")))?;
+        let ends = spec.typed_ends();
+        let unknown = ends.difference(&existing);
+        if !unknown.is_empty() {
+            return err(format!(
+                "{flag} {v}: node {} does not exist (this machine has node(s) {})",
+                unknown.to_list(),
+                existing.to_list()
+            ));
+        }
+        // A typed node the option cannot use is refused by the caller with
+        // its own reason (memory-less, CPU-less), not as outside the memory
+        // nodes: the kernel never lists a memory-less node there.
+        let outside: NodeSet = ends
+            .difference(&judged)
+            .iter()
+            .filter(|&n| usable.contains(n) && topo.node(n).is_some_and(|x| x.has_memory))
+            .collect();
+        if !outside.is_empty() {
+            return Err(limits.outside_mems(flag, v, &outside));
+        }
+        let base = judged.intersection(&usable).union(&ends);
+        let nodes = spec
+            .resolve_within(&base, &existing.intersection(&usable), previous)
+            .map_err(|e| PlaceError(format!("{flag} {v}: {e}")))?;
         if nodes.is_empty() {
             return err(format!("{flag} {v}: selects no node"));
         }
+        if kind == OptKind::CpuNodeBind {
+            if let Some(n) = nodes.iter().find(|&n| topo.node(n).is_some_and(|x| !x.has_cpu)) {
+                return err(format!("{flag} {v}: node {n} has no CPUs (a memory-only node); bind memory there with --membind, CPUs elsewhere"));
+            }
+        }
         Ok(nodes)
+    }
+
+    /// A CPU list: its typed CPUs checked (they exist, are online, and are
+    /// in the affinity unless --all), then read as libnuma reads it; what
+    /// `!` or --all reach past the affinity is kept inside the cpuset.
+    fn cpu_spec(&self, topo: &Topology, limits: &Limits<'_>, flag: &str, v: &str) -> Result<CpuSet, PlaceError> {
+        let spec = SetSpec::<crate::sets::Cpu>::parse(v).map_err(|e| PlaceError(format!("{flag}: {e}")))?;
+        let ends = spec.typed_ends();
+        let unknown = ends.difference(&topo.possible_cpus);
+        if !unknown.is_empty() {
+            return err(format!(
+                "{flag} {v}: CPU {} does not exist (this machine has CPUs {})",
+                unknown.to_list(),
+                topo.possible_cpus.to_list()
+            ));
+        }
+        let offline = ends.difference(&topo.online_cpus);
+        if !offline.is_empty() {
+            return err(format!("{flag} {v}: CPU {} is offline", offline.to_list()));
+        }
+        let judged = if self.all { topo.online_cpus.clone() } else { limits.affinity() };
+        let outside = ends.difference(&judged);
+        if !outside.is_empty() {
+            return Err(limits.outside_affinity(flag, v, &outside));
+        }
+        let chosen = spec
+            .resolve_within(&judged, &topo.online_cpus, None)
+            .map_err(|e| PlaceError(format!("{flag} {v}: {e}")))?;
+        if chosen.is_empty() {
+            return err(format!("{flag} {v}: selects no CPU"));
+        }
+        let set = limits.within_cpuset(&chosen);
+        if set.is_empty() {
+            return Err(limits.no_cpu_in_cpuset(flag, v, &chosen));
+        }
+        Ok(set)
     }
 }
 
@@ -286,61 +347,6 @@ fn intersect(prev: Option<CpuSet>, set: CpuSet, from: &mut Vec<String>, what: St
     };
     from.push(what);
     Ok(out)
-}
-
-fn check_nodes(flag: &str, v: &str, nodes: &NodeSet, topo: &Topology) -> Result<(), PlaceError> {
-    let existing = topo.node_ids();
-    let unknown = nodes.difference(&existing);
-    if !unknown.is_empty() {
-        return err(format!(
-            "{flag} {v}: node {} does not exist (this machine has node(s) {})",
-            unknown.to_list(),
-            existing.to_list()
-        ));
-    }
-    Ok(())
-}
-
-/// Memory policies may only use the cpuset's memory nodes (`Mems_allowed`;
-/// the kernel never lists memory-less nodes there, which are refused
-/// before this check with their own reason).
-fn check_allowed_memory(flag: &str, v: &str, nodes: &NodeSet, topo: &Topology) -> Result<(), PlaceError> {
-    let disallowed = nodes.difference(&topo.allowed.nodes);
-    if !disallowed.is_empty() {
-        return err(format!(
-            "{flag} {v}: node {} is outside the allowed nodes {} (a cpuset/cgroup restricts this process)",
-            disallowed.to_list(),
-            list_or_none(&topo.allowed.nodes.to_list())
-        ));
-    }
-    Ok(())
-}
-
-fn check_cpus(flag: &str, v: &str, cpus: &CpuSet, topo: &Topology) -> Result<(), PlaceError> {
-    if cpus.is_empty() {
-        return err(format!("{flag} {v}: selects no CPU"));
-    }
-    let unknown = cpus.difference(&topo.possible_cpus);
-    if !unknown.is_empty() {
-        return err(format!(
-            "{flag} {v}: CPU {} does not exist (this machine has CPUs {})",
-            unknown.to_list(),
-            topo.possible_cpus.to_list()
-        ));
-    }
-    let offline = cpus.difference(&topo.online_cpus);
-    if !offline.is_empty() {
-        return err(format!("{flag} {v}: CPU {} is offline", offline.to_list()));
-    }
-    let disallowed = cpus.difference(&topo.allowed.cpus);
-    if !disallowed.is_empty() {
-        return err(format!(
-            "{flag} {v}: CPU {} is outside the allowed CPUs {} (a cpuset/cgroup restricts this process)",
-            disallowed.to_list(),
-            list_or_none(&topo.allowed.cpus.to_list())
-        ));
-    }
-    Ok(())
 }
 
 /// The memory nodes nearest (by SLIT distance) to node `n`.

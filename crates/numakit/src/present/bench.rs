@@ -98,6 +98,7 @@ pub fn bandwidth_text(r: &BandwidthReport) -> String {
         r.reps,
         if r.huge_pages { ", huge pages" } else { "" }
     );
+    out += &notes_text(&r.notes);
     for k in Kernel::ALL {
         if !r.results.iter().any(|x| x.kernel == k) {
             continue;
@@ -140,6 +141,7 @@ pub fn latency_text(r: &LatencyReport) -> String {
         r.reps,
         if r.huge_pages { ", huge pages" } else { "" }
     );
+    out += &notes_text(&r.notes);
     if r.sizes.len() == 1 {
         let _ = writeln!(out, "buffer {}:", human_bytes(r.sizes[0]));
         out += &matrix(&rows, &cols, |c, m| {
@@ -181,6 +183,7 @@ pub fn loaded_text(r: &LoadedReport) -> String {
         if r.generator_cpus.is_empty() { "none".to_string() } else { r.generator_cpus.to_list() },
         human_bytes(r.generator_bytes)
     );
+    out += &notes_text(&r.notes);
     let _ = writeln!(out, "{:>8}  {:>10}  {:>9}  {:>8}", "delay", "generators", "load GB/s", "ns");
     for p in &r.points {
         let delay = p.delay.map_or("idle".to_string(), |d| d.to_string());
@@ -190,6 +193,11 @@ pub fn loaded_text(r: &LoadedReport) -> String {
         let _ = writeln!(out, "node {} has no other usable CPU to generate load: only the idle point", r.cpu_node);
     }
     out
+}
+
+/// One `note: ...` line per note (a default size that did not fit).
+fn notes_text(notes: &[String]) -> String {
+    notes.iter().map(|n| format!("note: {n}\n")).collect()
 }
 
 /// The measured ratios beside SLIT and HMAT, with disagreements flagged.
@@ -279,6 +287,7 @@ mod tests {
                 bw(1, 1, Kernel::Triad, 19.0),
             ],
             firmware: vec![],
+            notes: vec!["arrays of 1 GiB each instead of 1.2 GiB".into()],
         };
         let t = bandwidth_text(&r);
         assert!(
@@ -286,6 +295,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("triad:\n") && !t.contains("copy:"), "{t}");
+        assert!(t.contains("2 thread(s) per CPU node\nnote: arrays of 1 GiB each instead of 1.2 GiB\n"), "{t}");
         assert!(t.contains("CPU node 0  20.0 (18.0)  10.0 (9.00)\nCPU node 1  9.50 (8.55)  19.0 (17.1)\n"), "{t}");
         let v: serde_json::Value = serde_json::from_str(&bandwidth_json(&r)).expect("json");
         assert_eq!((v["schema_version"].as_u64(), v["kind"].as_str()), (Some(1), Some("bandwidth")));
@@ -300,6 +310,7 @@ mod tests {
         );
         assert_eq!(first["cpus_seen"], serde_json::json!([0, 1]));
         assert_eq!(first["pages_on_node_pct"].as_f64(), Some(100.0));
+        assert_eq!(v["notes"], serde_json::json!(["arrays of 1 GiB each instead of 1.2 GiB"]));
     }
 
     #[test]
@@ -321,6 +332,7 @@ mod tests {
             sizes: vec![1 << 28],
             results: vec![lat(0, 0, 1 << 28, 90.0), lat(0, 1, 1 << 28, 140.0)],
             firmware: vec![check(0, 0, 1.0, false), check(0, 1, 1.56, true)],
+            notes: vec![],
         };
         let t = latency_text(&r);
         assert!(t.contains("buffer 256 MiB:\n            mem 0  mem 1\nCPU node 0   90.0    140\n"), "{t}");
@@ -352,6 +364,7 @@ mod tests {
             ],
             cpus_seen: [0, 1].into_iter().collect(),
             pages_on_node_pct: Some(100.0),
+            notes: vec![],
         };
         let t = loaded_text(&r);
         assert!(

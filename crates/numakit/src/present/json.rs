@@ -40,6 +40,22 @@ pub struct TopoJson<'a> {
     pub online_cpus: &'a CpuSet,
     /// Possible but offline CPUs.
     pub offline_cpus: &'a CpuSet,
+    /// The nodes' memory beside `/proc/meminfo`'s (null: unknown).
+    pub memory_accounting: Option<AccountingJson>,
+}
+
+/// The nodes' `MemTotal` beside `/proc/meminfo`'s.
+#[derive(Debug, Serialize)]
+pub struct AccountingJson {
+    /// `/proc/meminfo` `MemTotal`.
+    pub meminfo_total_bytes: u64,
+    /// The sum of the nodes' `MemTotal`.
+    pub nodes_total_bytes: u64,
+    /// `meminfo_total_bytes - nodes_total_bytes` (negative: the nodes
+    /// count more).
+    pub difference_bytes: i128,
+    /// Whether the difference is within the tolerance (docs/topo-json.md).
+    pub adds_up: bool,
 }
 
 /// A node.
@@ -178,6 +194,12 @@ pub fn document(topo: &Topology) -> TopoJson<'_> {
         possible_cpus: &topo.possible_cpus,
         online_cpus: &topo.online_cpus,
         offline_cpus: &topo.offline_cpus,
+        memory_accounting: topo.memory_accounting.map(|a| AccountingJson {
+            meminfo_total_bytes: a.meminfo_total_bytes,
+            nodes_total_bytes: a.nodes_total_bytes,
+            difference_bytes: a.difference_bytes(),
+            adds_up: a.adds_up(),
+        }),
     }
 }
 

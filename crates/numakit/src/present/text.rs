@@ -1,14 +1,16 @@
-//! The human view of `numakit topo`: a summary line, one row per node (CPU
-//! ranges, memory, free memory, huge pages, devices), the distance matrix
-//! (a compact per-node form beyond 16 nodes), packages → nodes → cores →
-//! PUs, caches, and the allowed set when a cpuset restricts it.
+//! The human view of `numakit topo`: a summary line (and a line when the
+//! nodes' memory does not add up to `/proc/meminfo`'s), one row per node
+//! (CPU ranges, memory, free memory, huge pages, devices) and a line of the
+//! PCI devices on no node, the distance matrix (a compact per-node form
+//! beyond 16 nodes), packages → nodes → cores → PUs, caches, and the
+//! allowed set when a cpuset restricts it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::human_bytes;
 use crate::sets::CpuSet;
-use crate::topo::Topology;
+use crate::topo::{MemoryAccounting, Topology};
 
 /// Nodes beyond which the distance matrix is shown in compact form.
 pub const MATRIX_MAX_NODES: usize = 16;
@@ -39,8 +41,14 @@ pub fn render(topo: &Topology) -> String {
     if !topo.numa_info {
         out.push_str("No NUMA information (no sys/devices/system/node): shown as one node.\n");
     }
+    if let Some(line) = topo.memory_accounting.as_ref().and_then(accounting_line) {
+        let _ = writeln!(out, "{line}");
+    }
     out.push('\n');
     node_table(topo, &mut out);
+    if let Some(line) = no_node_line(topo) {
+        let _ = writeln!(out, "{line}");
+    }
     out.push('\n');
     distances(topo, &mut out);
     out.push('\n');
@@ -57,6 +65,41 @@ pub fn render(topo: &Topology) -> String {
         );
     }
     out
+}
+
+/// What to say when the nodes' `MemTotal` do not add up to
+/// `/proc/meminfo`'s (`None`: they do, within the tolerance).
+pub fn accounting_line(a: &MemoryAccounting) -> Option<String> {
+    if a.adds_up() {
+        return None;
+    }
+    let diff = a.difference_bytes();
+    let (amount, side) = (human_bytes(diff.unsigned_abs().try_into().unwrap_or(u64::MAX)), diff > 0);
+    Some(format!(
+        "Memory: the nodes' MemTotal add up to {}, {amount} ({:.1}%) {} /proc/meminfo's MemTotal of {}{}",
+        human_bytes(a.nodes_total_bytes),
+        a.difference_pct().abs(),
+        if side { "less than" } else { "more than" },
+        human_bytes(a.meminfo_total_bytes),
+        if side { ": no node accounts for that memory" } else { "" }
+    ))
+}
+
+/// Devices shown on no node: at most this many named, then a count.
+const NO_NODE_SHOWN: usize = 12;
+
+/// `No node (numa_node -1): ...` when some device has no node.
+fn no_node_line(topo: &Topology) -> Option<String> {
+    let all = topo.devices_without_node();
+    if all.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = all.iter().take(NO_NODE_SHOWN).map(|d| d.label()).collect();
+    let mut line = format!("No node (numa_node -1): {}", shown.join(", "));
+    if all.len() > NO_NODE_SHOWN {
+        let _ = write!(line, " and {} more (topo --json lists them)", all.len() - NO_NODE_SHOWN);
+    }
+    Some(line)
 }
 
 fn plural(n: usize) -> &'static str {

@@ -10,6 +10,10 @@
 //! Parsing ([`SetSpec::parse`]) is pure syntax; [`SetSpec::resolve`] turns a
 //! spec into ids given the allowed set. Whether the ids exist or may be used
 //! is for the caller to check, where it can say which rule was broken.
+//! [`SetSpec::resolve_within`] reads a list as libnuma 2.0.16 does (the ids
+//! typed, [`SetSpec::typed_ends`], must be allowed; the ids inside a range
+//! that are not are skipped; `!` inverts within a wider set than the allowed
+//! one).
 //! The I/O specifiers (`netdev:`, `block:`, ...) need the machine model and
 //! are handled by the placement layer on top of this.
 
@@ -30,6 +34,9 @@ pub enum SetSpec<K: Kind> {
         invert: bool,
         /// `+` was given: indexes into the allowed set.
         relative: bool,
+        /// The ids typed alone or as the ends of a range (`1,4-6` gives
+        /// 1, 4 and 6); empty for `all` and `+`.
+        ends: IdSet<K>,
     },
 }
 
@@ -76,7 +83,7 @@ impl<K: Kind> SetSpec<K> {
                     reason: "\"+\" cannot be combined with \"all\"".into(),
                 });
             }
-            return Ok(SetSpec::Ids { list: IdSet::new(), all: true, invert, relative: false });
+            return Ok(SetSpec::Ids { list: IdSet::new(), all: true, invert, relative: false, ends: IdSet::new() });
         }
         if rest.is_empty() {
             return Err(SetError::Syntax {
@@ -88,7 +95,49 @@ impl<K: Kind> SetSpec<K> {
         let list = IdSet::parse_list(rest).map_err(|e| match e {
             SetError::Syntax { what, reason, .. } => SetError::Syntax { what, input: text.to_string(), reason },
         })?;
-        Ok(SetSpec::Ids { list, all: false, invert, relative })
+        let mut ends = IdSet::new();
+        if !relative {
+            // The syntax is valid (parse_list took it): each part is `A`,
+            // `A-B` or `A-B:S...`.
+            for part in rest.split(',') {
+                let range = part.split(':').next().unwrap_or(part);
+                for end in range.split('-').filter_map(|e| e.trim().parse::<u32>().ok()) {
+                    ends.insert(end);
+                }
+            }
+        }
+        Ok(SetSpec::Ids { list, all: false, invert, relative, ends })
+    }
+
+    /// The ids typed alone or as a range's ends (empty for `same`, `all`
+    /// and `+`): the ones libnuma checks against the allowed set.
+    pub fn typed_ends(&self) -> IdSet<K> {
+        match self {
+            SetSpec::Ids { ends, .. } => ends.clone(),
+            SetSpec::Same => IdSet::new(),
+        }
+    }
+
+    /// Turns the spec into ids as libnuma 2.0.16's parser does: `allowed`
+    /// is what `all` and `+` refer to and the ids of a range are kept only
+    /// where allowed (that the typed ids themselves are allowed is for the
+    /// caller to check, with [`SetSpec::typed_ends`]); `!` inverts within
+    /// `universe`, not within `allowed`.
+    pub fn resolve_within(
+        &self,
+        allowed: &IdSet<K>,
+        universe: &IdSet<K>,
+        previous: Option<&IdSet<K>>,
+    ) -> Result<IdSet<K>, ResolveError> {
+        match self {
+            SetSpec::Same => previous.cloned().ok_or(ResolveError::NoPrevious(K::NAME)),
+            SetSpec::Ids { list, all, invert, relative, .. } => {
+                // `+` lists are positions in the allowed set, not ids.
+                let typed = if *relative { list.clone() } else { list.intersection(allowed) };
+                let chosen = chosen(&typed, *all, *relative, allowed)?;
+                Ok(if *invert { universe.difference(&chosen) } else { chosen })
+            }
+        }
     }
 
     /// Turns the spec into ids: `allowed` is what `all`, `!` and `+` refer
@@ -96,32 +145,38 @@ impl<K: Kind> SetSpec<K> {
     pub fn resolve(&self, allowed: &IdSet<K>, previous: Option<&IdSet<K>>) -> Result<IdSet<K>, ResolveError> {
         match self {
             SetSpec::Same => previous.cloned().ok_or(ResolveError::NoPrevious(K::NAME)),
-            SetSpec::Ids { list, all, invert, relative } => {
-                let base = if *all {
-                    allowed.clone()
-                } else if *relative {
-                    let mut out = IdSet::new();
-                    for idx in list.iter() {
-                        match allowed.nth(idx as usize) {
-                            Some(id) => out.insert(id),
-                            None => {
-                                return Err(ResolveError::RelativeOutOfRange {
-                                    kind: K::NAME,
-                                    index: idx,
-                                    count: allowed.len(),
-                                    allowed: allowed.to_list(),
-                                })
-                            }
-                        }
-                    }
-                    out
-                } else {
-                    list.clone()
-                };
-                Ok(if *invert { allowed.difference(&base) } else { base })
+            SetSpec::Ids { list, all, invert, relative, .. } => {
+                let chosen = chosen(list, *all, *relative, allowed)?;
+                Ok(if *invert { allowed.difference(&chosen) } else { chosen })
             }
         }
     }
+}
+
+/// The ids a spec names before `!`: `allowed` for `all`, the allowed ids at
+/// the positions of `list` for `+`, else `list`.
+fn chosen<K: Kind>(list: &IdSet<K>, all: bool, relative: bool, allowed: &IdSet<K>) -> Result<IdSet<K>, ResolveError> {
+    if all {
+        return Ok(allowed.clone());
+    }
+    if !relative {
+        return Ok(list.clone());
+    }
+    let mut out = IdSet::new();
+    for idx in list.iter() {
+        match allowed.nth(idx as usize) {
+            Some(id) => out.insert(id),
+            None => {
+                return Err(ResolveError::RelativeOutOfRange {
+                    kind: K::NAME,
+                    index: idx,
+                    count: allowed.len(),
+                    allowed: allowed.to_list(),
+                })
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -147,6 +202,25 @@ mod tests {
         let same = SetSpec::<crate::sets::Node>::parse("same").expect("same");
         assert_eq!(same.resolve(&a, Some(&prev)).expect("r"), prev);
         assert_eq!(same.resolve(&a, None), Err(ResolveError::NoPrevious("node")));
+    }
+
+    #[test]
+    fn libnuma_reading_keeps_allowed_ids_of_ranges_and_inverts_in_the_universe() {
+        let a = allowed();
+        let u = NodeSet::parse_list("0-7").expect("list");
+        let spec = |s: &str| SetSpec::<crate::sets::Node>::parse(s).expect("parse");
+        let r = |s: &str| spec(s).resolve_within(&a, &u, None).expect("r").to_list();
+        assert_eq!(r("2-6"), "2-3,6");
+        assert_eq!(r("!0-3"), "4-7");
+        assert_eq!(r("!all"), "4-5,7");
+        assert_eq!(r("all"), "0-3,6");
+        assert_eq!(r("+0,4"), "0,6");
+        assert_eq!(r("!+0"), "1-7");
+        assert_eq!(spec("1,4-6").typed_ends().to_list(), "1,4,6");
+        assert_eq!(spec("!2-3").typed_ends().to_list(), "2-3");
+        assert_eq!(spec("0-7:2").typed_ends().to_list(), "0,7");
+        assert!(spec("+1-2").typed_ends().is_empty());
+        assert!(spec("all").typed_ends().is_empty());
     }
 
     #[test]

@@ -90,8 +90,9 @@ pub fn read_node_meminfo(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
     Ok(out)
 }
 
-/// Reads only `MemTotal` and `MemFree` of every node (what `top` shows),
-/// without the huge page folders.
+/// Reads only `MemTotal`, `MemFree` and `Inactive(file)` of every node
+/// (what `top` shows and what the daemon counts as available), without
+/// the huge page folders.
 pub fn read_node_free(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
     let ids = sys.numbered_entries(NODE_DIR, "node")?;
     let files: Vec<(u32, String)> = if ids.is_empty() {
@@ -105,7 +106,7 @@ pub fn read_node_free(sys: &SysRoot) -> Result<Vec<NodeMeminfo>, SysError> {
             .read_meminfo(&rel)?
             .unwrap_or_default()
             .into_iter()
-            .filter(|(k, _)| k == "MemTotal" || k == "MemFree")
+            .filter(|(k, _)| k == "MemTotal" || k == "MemFree" || k == "Inactive(file)")
             .collect();
         out.push(NodeMeminfo { id, lines, hugepages: Vec::new() });
     }

@@ -3,6 +3,11 @@
 //! lack that file but keep the cpuset or cgroup files; then the cpuset of
 //! `/proc/self/cpuset` (or `/proc/self/cgroup`) under the cpuset mount found
 //! in `/proc/mounts` is read, as hwloc does.
+//!
+//! `Cpus_allowed` is the process's CPU affinity, which `taskset` or a batch
+//! system may have narrowed inside its cpuset; [`read_cpuset_cpus`] reads
+//! the cpuset's own CPUs (the kernel's limit for `sched_setaffinity`), for
+//! the callers that must tell the two apart.
 
 use super::{Allowed, Node};
 use crate::sets::{CpuSet, NodeSet};
@@ -29,6 +34,22 @@ pub(super) fn read_allowed(sys: &SysRoot, online: &CpuSet, nodes: &[Node]) -> Re
         }
     }
     Ok(Allowed { cpus: online.clone(), nodes: all_nodes, from: "unrestricted".into() })
+}
+
+/// The CPUs of the calling process's cpuset: `cpuset.cpus.effective` on
+/// cgroup v2, `cpuset.effective_cpus` (or `cpuset.cpus`) on v1, within the
+/// online CPUs. `None` where the root does not say (no cpuset mounted, no
+/// `/proc/self/cpuset` or `cgroup`, an empty file).
+pub fn read_cpuset_cpus(sys: &SysRoot, online: &CpuSet) -> Result<Option<CpuSet>, SysError> {
+    let Some((cpus_rel, _)) = cgroup_files(sys)? else { return Ok(None) };
+    // v1 keeps the effective set beside the configured one.
+    let effective = match cpus_rel.rsplit_once('/') {
+        Some((dir, "cpuset.cpus")) => Some(format!("{dir}/cpuset.effective_cpus")),
+        Some((dir, "cpus")) => Some(format!("{dir}/effective_cpus")),
+        _ => None,
+    };
+    let rel = effective.filter(|e| sys.exists(e)).unwrap_or(cpus_rel);
+    Ok(sys.read_list::<crate::sets::Cpu>(&rel)?.map(|c| c.intersection(online)).filter(|c| !c.is_empty()))
 }
 
 /// Finds the cpuset files of the calling process from `/proc/mounts` and

@@ -34,6 +34,45 @@ pub struct PciDevice {
     pub blockdevs: Vec<String>,
 }
 
+impl PciDevice {
+    /// For people: its network or block device names and its address
+    /// (`eth0 (0000:3b:00.0)`), else its address and kind
+    /// (`0000:17:00.0 (display, class 0x030200)`).
+    pub fn label(&self) -> String {
+        let names: Vec<&str> = self.netdevs.iter().chain(&self.blockdevs).map(String::as_str).collect();
+        if names.is_empty() {
+            format!("{} ({})", self.address, class_name(self.class.as_deref()))
+        } else {
+            format!("{} ({})", names.join(","), self.address)
+        }
+    }
+
+    /// Whether it is a bridge (class `0x06`): the path to devices, not one.
+    pub fn is_bridge(&self) -> bool {
+        self.class.as_deref().is_some_and(|c| c.starts_with("0x06"))
+    }
+}
+
+/// A PCI class code's kind (`0x030000` is a display controller).
+fn class_name(class: Option<&str>) -> String {
+    let Some(c) = class else { return "class unknown".into() };
+    let kind = match c.get(2..4).unwrap_or("") {
+        "01" => "storage",
+        "02" => "network",
+        "03" => "display",
+        "04" => "multimedia",
+        "05" => "memory",
+        "07" => "communication",
+        "08" => "system peripheral",
+        "0b" => "processor",
+        "0c" => "serial bus",
+        "0d" => "wireless",
+        "12" => "accelerator",
+        _ => return format!("class {c}"),
+    };
+    format!("{kind}, class {c}")
+}
+
 /// Whether `s` looks like a PCI address `DDDD:BB:DD.F`.
 pub fn is_pci_address(s: &str) -> bool {
     let b = s.as_bytes();

@@ -8,6 +8,7 @@
 //! vector sorted by id and looked up with [`Topology::node`], never indexed
 //! by id. This module reads; it never changes the system.
 
+mod accounting;
 mod allowed;
 mod cpus;
 mod devices;
@@ -22,6 +23,8 @@ use serde::Serialize;
 use crate::sets::{CpuSet, NodeSet};
 use crate::sys::{SysError, SysRoot};
 
+pub use accounting::{MemoryAccounting, EXCESS_PCT, SHORTFALL_PCT};
+pub use allowed::read_cpuset_cpus;
 pub use cpus::MAX_CPUS;
 pub use devices::{device_pci_address, is_pci_address, pci_parent, PciDevice};
 pub use nodes::{parse_distance_row, MAX_NODES};
@@ -45,6 +48,27 @@ pub struct NodeMemory {
     pub free_bytes: Option<u64>,
     /// `MemUsed` (the kernel's own figure), else total - free.
     pub used_bytes: Option<u64>,
+    /// `Inactive(file)`: page cache the kernel reclaims first, counted as
+    /// room for new work by [`NodeMemory::available_bytes`]. Not part of
+    /// the JSON schema.
+    #[serde(skip)]
+    pub inactive_file_bytes: Option<u64>,
+}
+
+impl NodeMemory {
+    /// Memory a placement may count on: `MemFree` plus `Inactive(file)`,
+    /// the page cache the kernel reclaims first (numad's rule with its
+    /// default `-C 1`). A node full of cache is not a full node: on a
+    /// busy host `MemFree` alone is often a few hundred MiB.
+    pub fn available_bytes(&self) -> Option<u64> {
+        available(self.free_bytes, self.inactive_file_bytes)
+    }
+}
+
+/// `MemFree` plus `Inactive(file)` (either may be missing), the one rule
+/// for memory a placement may count on ([`NodeMemory::available_bytes`]).
+pub fn available(free: Option<u64>, inactive_file: Option<u64>) -> Option<u64> {
+    free.map(|f| f.saturating_add(inactive_file.unwrap_or(0)))
 }
 
 /// Huge pages of one size on one node
@@ -209,6 +233,9 @@ pub struct Topology {
     pub pci_devices: Vec<PciDevice>,
     /// What the calling process may use.
     pub allowed: Allowed,
+    /// The nodes' memory beside `/proc/meminfo`'s (`None`: not read, as by
+    /// [`Topology::read_nodes_only`], or not known).
+    pub memory_accounting: Option<MemoryAccounting>,
     /// Whether `sys/devices/system/node` exists (else the machine is shown
     /// as a single node holding every CPU).
     pub numa_info: bool,
@@ -226,6 +253,7 @@ impl Topology {
         let caches = cpus::read_caches(sys, &cpuset.online, &cpuset.possible)?;
         let pci_devices = devices::read_pci(sys)?;
         let allowed = allowed::read_allowed(sys, &cpuset.online, &nodes)?;
+        let memory_accounting = accounting::read(sys, numa_info, &nodes)?;
         Ok(Topology {
             source: Source { sysroot: sys.root().display().to_string(), live: sys.is_live() },
             offline_cpus: cpuset.possible.difference(&cpuset.online),
@@ -240,6 +268,7 @@ impl Topology {
             caches,
             pci_devices,
             allowed,
+            memory_accounting,
             numa_info,
         })
     }
@@ -268,6 +297,7 @@ impl Topology {
             caches: Vec::new(),
             pci_devices: Vec::new(),
             allowed,
+            memory_accounting: None,
             numa_info,
         })
     }
@@ -326,6 +356,12 @@ impl Topology {
     /// Total memory of all nodes.
     pub fn total_memory_bytes(&self) -> u64 {
         self.nodes.iter().filter_map(|n| n.memory).map(|m| m.total_bytes).sum()
+    }
+
+    /// The PCI devices the kernel puts on no node (`numa_node` -1),
+    /// bridges left out.
+    pub fn devices_without_node(&self) -> Vec<&PciDevice> {
+        self.pci_devices.iter().filter(|d| d.numa_node.is_none() && !d.is_bridge()).collect()
     }
 
     /// Number of cores: distinct SMT sibling groups among online CPUs

@@ -89,7 +89,8 @@ fn read_meminfo(sys: &SysRoot, rel: &str) -> Result<Option<NodeMemory>, SysError
     };
     let free = kv.get("MemFree").copied();
     let used = kv.get("MemUsed").copied().or(free.map(|f| total.saturating_sub(f)));
-    Ok(Some(NodeMemory { total_bytes: total, free_bytes: free, used_bytes: used }))
+    let inactive_file = kv.get("Inactive(file)").copied();
+    Ok(Some(NodeMemory { total_bytes: total, free_bytes: free, used_bytes: used, inactive_file_bytes: inactive_file }))
 }
 
 /// Reads the huge pages of every size under `dir` (`hugepages-<size>kB`

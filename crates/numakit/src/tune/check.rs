@@ -151,7 +151,29 @@ pub fn facts(s: &Snapshot) -> Facts {
     for (node, kb, nr) in &s.hugepages {
         put(&format!("hugepages.node{node}.{kb}kB"), nr.to_string());
     }
+    put("memory.nodes", memory_nodes(s.memory_accounting.as_ref()));
+    put(
+        "pci.no_node",
+        if s.devices_without_node.is_empty() { "none".into() } else { s.devices_without_node.join(", ") },
+    );
     f
+}
+
+/// Whether the nodes' memory adds up to `/proc/meminfo`'s; the figures
+/// only when it does not (hosts that behave alike give the same value).
+fn memory_nodes(a: Option<&crate::topo::MemoryAccounting>) -> String {
+    use crate::units::human_bytes;
+    match a {
+        None => "unknown".into(),
+        Some(a) if a.adds_up() => "add up to MemTotal".into(),
+        Some(a) => format!(
+            "{} in the nodes, MemTotal {}: {:.1}% {}",
+            human_bytes(a.nodes_total_bytes),
+            human_bytes(a.meminfo_total_bytes),
+            a.difference_pct().abs(),
+            if a.difference_bytes() > 0 { "in no node" } else { "more in the nodes" }
+        ),
+    }
 }
 
 /// The readiness report: every fact with a level and, when useful, advice.
@@ -194,6 +216,18 @@ fn judge(s: &Snapshot, key: &str, value: &str) -> (Level, Option<&'static str>) 
         "daemon.irqbalance" if running => {
             (Level::Note, Some("irqbalance moves interrupts between CPUs during a run: stop it or ban the benchmark's CPUs"))
         }
+        "memory.nodes" if value.ends_with("in no node") => (
+            Level::Warn,
+            Some("memory no node accounts for: placement, numastat and bench's free-memory figures do not see it; check the firmware's (or the virtual machine's) NUMA memory layout"),
+        ),
+        "memory.nodes" if value.ends_with("more in the nodes") => (
+            Level::Note,
+            Some("the nodes count more memory than MemTotal (an older kernel counts reserved pages per node): per-node figures run high"),
+        ),
+        "pci.no_node" if value != "none" && s.nodes > 1 => (
+            Level::Note,
+            Some("the firmware gives these devices no node: their interrupts and buffers land on any node, and tune irq-local cannot place them"),
+        ),
         _ => (Level::Ok, None),
     }
 }
@@ -241,7 +275,35 @@ mod tests {
                 .into_iter()
                 .collect(),
             hugepages: vec![(0, 2048, 16), (1, 2048, 0)],
+            nodes: 2,
+            memory_accounting: Some(crate::topo::MemoryAccounting {
+                meminfo_total_bytes: 23 << 30,
+                nodes_total_bytes: 7 << 30,
+            }),
+            devices_without_node: vec!["0000:17:00.0 (display, class 0x030200)".into()],
         }
+    }
+
+    #[test]
+    fn memory_in_no_node_and_devices_on_no_node_are_reported() {
+        let r = report(&snapshot());
+        let get = |k: &str| r.iter().find(|f| f.key == k).cloned().expect("finding");
+        let m = get("memory.nodes");
+        assert_eq!(m.value, "7 GiB in the nodes, MemTotal 23 GiB: 69.6% in no node");
+        assert_eq!(m.level, Level::Warn);
+        let p = get("pci.no_node");
+        assert_eq!((p.value.as_str(), p.level), ("0000:17:00.0 (display, class 0x030200)", Level::Note));
+        let mut one = snapshot();
+        one.nodes = 1;
+        one.memory_accounting =
+            Some(crate::topo::MemoryAccounting { meminfo_total_bytes: 23 << 30, nodes_total_bytes: 23 << 30 });
+        let r = report(&one);
+        let get = |k: &str| r.iter().find(|f| f.key == k).cloned().expect("finding");
+        assert_eq!((get("memory.nodes").value.as_str(), get("memory.nodes").level), ("add up to MemTotal", Level::Ok));
+        // On one node every device is local: a node-less device is no news.
+        assert_eq!(get("pci.no_node").level, Level::Ok);
+        assert_eq!(facts(&Snapshot::default())["memory.nodes"], "unknown");
+        assert_eq!(facts(&Snapshot::default())["pci.no_node"], "none");
     }
 
     #[test]

@@ -149,6 +149,12 @@ pub struct Snapshot {
     pub daemons: BTreeMap<String, Vec<u32>>,
     /// Huge pages reserved: (node, page size in kB, count).
     pub hugepages: Vec<(u32, u64, u64)>,
+    /// Nodes (0: the machine model could not be read).
+    pub nodes: usize,
+    /// The nodes' memory beside `/proc/meminfo`'s.
+    pub memory_accounting: Option<crate::topo::MemoryAccounting>,
+    /// The PCI devices on no node (bridges left out), as people read them.
+    pub devices_without_node: Vec<String>,
 }
 
 /// What one CPU's cpufreq and cpuidle files say.
@@ -214,6 +220,7 @@ pub fn snapshot(sys: &SysRoot) -> Snapshot {
         }
     }
     hugepages.sort_unstable();
+    let topo = crate::topo::Topology::read(sys).ok();
     Snapshot {
         kernel: crate::sys::kernel::release(sys),
         smt_control: text(&format!("{cpu_dir}/smt/control")),
@@ -227,6 +234,12 @@ pub fn snapshot(sys: &SysRoot) -> Snapshot {
         thp_defrag: word(knobs::THP_DEFRAG),
         daemons: running_daemons(sys),
         hugepages,
+        nodes: topo.as_ref().map_or(0, |t| t.nodes.len()),
+        memory_accounting: topo.as_ref().and_then(|t| t.memory_accounting),
+        devices_without_node: topo
+            .as_ref()
+            .map(|t| t.devices_without_node().iter().map(|d| d.label()).collect())
+            .unwrap_or_default(),
     }
 }
 

@@ -124,3 +124,35 @@ fn among_fitting_nodes_the_one_with_fewest_placed_jobs_first() {
     }
     assert_eq!(decide(&t, &l, &req(4, 8)).expect("fits").nodes.to_list(), "1");
 }
+
+#[test]
+fn page_cache_the_kernel_reclaims_first_counts_as_free() {
+    // A busy host: 0.2 GiB MemFree but 12 GiB of inactive page cache on
+    // node 1; node 0 has neither. A 1 GiB job fits node 1 (numad's rule
+    // with its default -C 1), and without the cache line it does not.
+    let d = tempfile::tempdir().expect("tmp");
+    SynthMachine::rr_4n(2, 16384).write(d.path()).expect("write");
+    let meminfo = |node: u32, free_kb: u64, inactive_kb: Option<u64>| {
+        let mut text = format!("Node {node} MemTotal: 16777216 kB\nNode {node} MemFree: {free_kb} kB\n");
+        if let Some(i) = inactive_kb {
+            text.push_str(&format!("Node {node} Inactive(file): {i} kB\n"));
+        }
+        std::fs::write(d.path().join(format!("sys/devices/system/node/node{node}/meminfo")), text).expect("meminfo");
+    };
+    meminfo(0, 0, Some(0));
+    meminfo(1, 200 * 1024, Some(12 * 1024 * 1024));
+    meminfo(2, 0, None);
+    meminfo(3, 0, None);
+    let t = Topology::read(&SysRoot::at(d.path())).expect("read");
+    let m1 = t.node(1).and_then(|n| n.memory).expect("node 1 memory");
+    assert_eq!((m1.free_bytes, m1.inactive_file_bytes), (Some(200 << 20), Some(12 * GIB)));
+    assert_eq!(m1.available_bytes(), Some(12 * GIB + (200 << 20)));
+    let l = loads_of(&t, &t.allowed.cpus);
+    assert_eq!(l.iter().map(|l| l.free_bytes).collect::<Vec<_>>(), vec![0, 12 * GIB + (200 << 20), 0, 0]);
+    let d1 = decide(&t, &l, &req(1, 1)).expect("fits node 1");
+    assert_eq!((d1.rule, d1.nodes.to_list()), (Rule::OneNode, "1".to_string()));
+
+    meminfo(1, 200 * 1024, None);
+    let t = Topology::read(&SysRoot::at(d.path())).expect("read");
+    assert!(decide(&t, &loads_of(&t, &t.allowed.cpus), &req(1, 1)).is_err(), "0.2 GiB free and no cache: pending");
+}
