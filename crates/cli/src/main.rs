@@ -99,6 +99,13 @@ const _: fn(Vec<std::ffi::OsString>) -> u8 = run;
 /// The program on its arguments (`argv[0]` first): its exit code (`start`
 /// is the entry point).
 fn run(argv: Vec<std::ffi::OsString>) -> u8 {
+    // `NUMAKIT_SYSROOT=` (set, empty) names no root: the live system, as
+    // the numactl and numastat modes read it (`SysRoot::from_env`), not a
+    // missing value of the `--sysroot` the user never typed. Removed while
+    // the process has its one thread.
+    if std::env::var_os(numakit::sys::SYSROOT_ENV).is_some_and(|v| v.is_empty()) {
+        std::env::remove_var(numakit::sys::SYSROOT_ENV);
+    }
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).map(|n| n.to_os_string());
     let name = invoked_as.as_deref().and_then(|n| n.to_str());
     let result = if name == Some("numactl") {
@@ -133,7 +140,9 @@ fn run(argv: Vec<std::ffi::OsString>) -> u8 {
             // A reader that stopped reading (`| head`) is not an error.
             let Some(line) = output::describe(&e) else { return 0 };
             let code = e.downcast_ref::<Failure>().map_or(1, |f| f.code);
-            let _ = writeln!(std::io::stderr(), "numakit: {line}");
+            // One line whatever it quotes: control characters escaped
+            // (values are quoted and cut where the message is made).
+            let _ = writeln!(std::io::stderr(), "numakit: {}", numakit::text::one_line(&line, usize::MAX));
             code
         }
     }

@@ -68,7 +68,7 @@ fn run_execs_the_command_and_keeps_its_status() {
     assert_eq!(o.status.code(), Some(7));
     let o = nk(&["run", "-N", "0", "--", "/nonexistent/cmd"]);
     assert_eq!(o.status.code(), Some(127));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot run /nonexistent/cmd"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot run \"/nonexistent/cmd\""));
 }
 
 #[test]

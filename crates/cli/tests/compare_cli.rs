@@ -175,7 +175,7 @@ fn errors() {
         (&["compare", "--config", "a=", "--metric-regex", "x(", "--", "true"], 2, "--metric-regex"),
         (&["compare", "--config", "noequals", "--", "true"], 2, "expected NAME=PREFIX"),
         (&["compare", "--config", "a=", "--runs", "1", "--warmup", "0", "--", "echo boom >&2; exit 3"], 1, "boom"),
-        (&["compare", "--against", "/nonexistent/base.json", "--", "true"], 1, "cannot read /nonexistent/base.json"),
+        (&["compare", "--against", "/nonexistent/base.json", "--", "true"], 1, "/nonexistent/base.json: no such file"),
     ];
     for (args, code, text) in cases {
         let out = numakit(args);

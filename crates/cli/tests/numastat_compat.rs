@@ -249,6 +249,16 @@ fn stat_compat_without_clap_equals_with_clap() {
         for flags in [&[][..], &["-m"], &["-c", "-n", "-z"], &["--verbose", "-m"], &["--skip-zero", "--compress"]] {
             let run = |args: Vec<&str>| {
                 let o = match env {
+                    // An empty NUMAKIT_SYSROOT is the live system: run it,
+                    // like no NUMAKIT_SYSROOT, on the frozen node folder.
+                    Some(v) if v.is_empty() => Ok(common::run_on_node_dir(
+                        &node_dir,
+                        Path::new(BIN),
+                        "numakit",
+                        &args,
+                        &[("NUMAKIT_SYSROOT", "")],
+                    )
+                    .expect("the namespace worked a moment ago")),
                     Some(v) => {
                         Command::new(BIN).args(&args).env_remove("NUMASTAT_WIDTH").env("NUMAKIT_SYSROOT", v).output()
                     }

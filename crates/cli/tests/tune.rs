@@ -441,7 +441,7 @@ fn check_baseline_and_differences() {
     fails(
         &run(d.path(), &["check", "--against", "/nonexistent/base.json"]),
         1,
-        "baseline /nonexistent/base.json: cannot read it",
+        "baseline /nonexistent/base.json: no such file",
     );
 }
 

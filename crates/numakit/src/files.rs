@@ -1,6 +1,7 @@
-//! numakit's own files (the tune and daemon state files, the daemon's
-//! status): written so that a crash at any instant leaves either the old
-//! content or the new one, never a mix or an empty file.
+//! Files that are not kernel files: numakit's own state files, written
+//! so that a crash at any instant leaves either the old content or the
+//! new one, never a mix or an empty file; and files a user names, read
+//! with bounds.
 //!
 //! [`write_atomic`] is the one way numakit replaces such a file: a
 //! temporary file beside it, `fsync`, `rename` over the old one, `fsync` of
@@ -9,17 +10,141 @@
 //! behind is removed by the next [`write_atomic`] to the same file
 //! (or by [`remove_stale_temps`]), once its writer is gone.
 //!
+//! [`read_named`] is the one way numakit reads a file a user (or a
+//! configuration, or another user's job) names: a tune state file or
+//! profile, a baseline, a saved comparison, a `--since` report, the
+//! daemon's status and configuration. Only a regular file is read (a FIFO
+//! would wait for a writer forever, `/dev/zero` would fill memory), at most
+//! [`MAX_NAMED_BYTES`] of it (a larger size is refused before a byte is
+//! read), and an error is one line naming the path as it was given.
+//!
 //! [`append_line`] adds one line to a log shared by many writers (the
 //! batch jobs' JSON lines): one `write` on a file opened `O_APPEND`, so
 //! lines of concurrent writers never interleave.
 //!
-//! This module writes only the files it is given; it never touches kernel
-//! knobs or placement (that is [`crate::act`]).
+//! This module reads and writes only the files it is given; it never
+//! touches kernel knobs or placement (that is [`crate::act`]).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+/// The most numakit reads of a file a user names: far above any file
+/// numakit writes for itself (a saved comparison of 100,000 runs is about
+/// 2 MiB), far below what would hurt.
+pub const MAX_NAMED_BYTES: u64 = 16 << 20;
+
+/// Why a named file was not read.
+#[derive(Debug)]
+pub enum Unreadable {
+    /// There is no file at that path.
+    Missing,
+    /// Something else than a regular file is there (its kind).
+    NotRegular(&'static str),
+    /// The file is larger than the limit (bytes).
+    TooLarge(u64),
+    /// The file is not UTF-8 text (where text is read).
+    NotText,
+    /// The system refused: permissions, a folder on the path that is not
+    /// one, an I/O error.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::Missing => f.write_str("no such file"),
+            Unreadable::NotRegular(kind) => write!(f, "not a regular file ({kind})"),
+            Unreadable::TooLarge(max) => {
+                write!(f, "larger than {}, the most numakit reads of it", crate::units::human_bytes(*max))
+            }
+            Unreadable::NotText => f.write_str("not UTF-8 text"),
+            Unreadable::Io(e) => write!(f, "cannot read it: {e}"),
+        }
+    }
+}
+
+/// A named file that could not be read: `PATH: why`, the path as given
+/// ([`crate::text::path`]: one line, bounded).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {why}", crate::text::path(path))]
+pub struct NamedFileError {
+    /// The path as given.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub why: Unreadable,
+}
+
+impl NamedFileError {
+    /// Whether there is no file at all (for files that may be absent,
+    /// such as a state file before the first change).
+    pub fn is_missing(&self) -> bool {
+        matches!(self.why, Unreadable::Missing)
+    }
+}
+
+/// Reads the file a user named at `path` (followed if a link): regular
+/// files only, at most [`MAX_NAMED_BYTES`].
+pub fn read_named(path: &Path) -> Result<Vec<u8>, NamedFileError> {
+    read_bounded(path, MAX_NAMED_BYTES, true)
+}
+
+/// [`read_named`] as UTF-8 text ([`Unreadable::NotText`] otherwise).
+pub fn read_named_text(path: &Path) -> Result<String, NamedFileError> {
+    String::from_utf8(read_named(path)?)
+        .map_err(|_| NamedFileError { path: path.to_path_buf(), why: Unreadable::NotText })
+}
+
+/// Reads the regular file at `path`, at most `max` bytes of it (a larger
+/// one is refused, by its size before reading when it says it). With
+/// `follow` false a symbolic link at `path` is refused too (for files in a
+/// folder other users write, such as the job ledger's). Opening never
+/// waits: a FIFO is opened without blocking and refused by its type.
+pub fn read_bounded(path: &Path, max: u64, follow: bool) -> Result<Vec<u8>, NamedFileError> {
+    let err = |why| NamedFileError { path: path.to_path_buf(), why };
+    let flags = libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW };
+    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(err(Unreadable::Missing)),
+        Err(e) if !follow && e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(err(Unreadable::NotRegular("a symbolic link")))
+        }
+        Err(e) => return Err(err(Unreadable::Io(e))),
+    };
+    let meta = file.metadata().map_err(|e| err(Unreadable::Io(e)))?;
+    if !meta.is_file() {
+        return Err(err(Unreadable::NotRegular(kind_of(&meta.file_type()))));
+    }
+    if meta.len() > max {
+        return Err(err(Unreadable::TooLarge(max)));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| err(Unreadable::Io(e)))?;
+    if bytes.len() as u64 > max {
+        return Err(err(Unreadable::TooLarge(max)));
+    }
+    Ok(bytes)
+}
+
+/// A file type in words, for "not a regular file (…)".
+pub fn kind_of(t: &fs::FileType) -> &'static str {
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a folder"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a file"
+    }
+}
 
 /// The folder `path` is in (`.` for a bare file name).
 pub fn folder(path: &Path) -> &Path {
@@ -154,9 +279,21 @@ impl FileLock {
     pub fn try_acquire(path: &Path) -> io::Result<Option<FileLock>> {
         fs::create_dir_all(folder(path))?;
         // A lock file another user created (in a shared folder such as the
-        // job ledger's) opens read-only: `flock` needs no write access.
-        let file = match OpenOptions::new().write(true).create(true).truncate(false).mode(0o644).open(path) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => File::open(path)?,
+        // job ledger's) opens read-only: `flock` needs no write access. A
+        // link there is refused (O_NOFOLLOW: ELOOP), so the lock creates
+        // or opens no file elsewhere.
+        let nofollow = libc::O_NOFOLLOW;
+        let file = match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(nofollow)
+            .open(path)
+        {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                OpenOptions::new().read(true).custom_flags(nofollow).open(path)?
+            }
             r => r?,
         };
         // SAFETY: flock on a descriptor this function owns; no memory is passed.
@@ -276,6 +413,59 @@ mod tests {
         assert!(live.exists() && mine.exists() && other.exists());
         write_atomic(&p, b"v").unwrap();
         assert!(!mine.exists(), "our own temp is reused and renamed away");
+    }
+
+    /// A FIFO: opening it for reading without `O_NONBLOCK` would wait for
+    /// a writer forever, so a read that blocks fails the test by its clock.
+    fn fifo(p: &Path) {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn named_files_are_regular_bounded_and_named_as_given() {
+        let d = tempfile::tempdir().unwrap();
+        let ok = d.path().join("ok.json");
+        fs::write(&ok, "{}").unwrap();
+        assert_eq!(read_named_text(&ok).unwrap(), "{}");
+        let t = std::time::Instant::now();
+        let f = d.path().join("fifo");
+        fifo(&f);
+        let e = read_named(&f).unwrap_err().to_string();
+        assert!(e.ends_with("/fifo: not a regular file (a FIFO)"), "{e}");
+        let e = read_named(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(e, "/dev/zero: not a regular file (a character device)");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "no wait: {:?}", t.elapsed());
+        // A sparse file far above the limit: refused by its size, unread.
+        let big = d.path().join("big");
+        File::create(&big).unwrap().set_len(1 << 40).unwrap();
+        let e = read_named(&big).unwrap_err().to_string();
+        assert!(e.ends_with("big: larger than 16 MiB, the most numakit reads of it"), "{e}");
+        let e = read_named(&d.path().join("none")).unwrap_err();
+        assert!(e.is_missing() && e.to_string().ends_with("none: no such file"), "{e}");
+        let e = read_named(d.path()).unwrap_err().to_string();
+        assert!(e.ends_with("not a regular file (a folder)"), "{e}");
+        fs::write(d.path().join("bin"), b"\xff\xfe").unwrap();
+        assert!(read_named_text(&d.path().join("bin")).unwrap_err().to_string().ends_with("not UTF-8 text"));
+        // The path as given, on one line.
+        let odd = d.path().join("a\nb\x1b[31m");
+        let e = read_named(&odd).unwrap_err().to_string();
+        assert!(e.contains("a\\nb\\u{1b}[31m: no such file") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn bounded_reads_refuse_links_when_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("t");
+        fs::write(&target, "x".repeat(100)).unwrap();
+        let link = d.path().join("l");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(read_bounded(&link, 100, true).unwrap().len(), 100);
+        let e = read_bounded(&link, 100, false).unwrap_err().to_string();
+        assert!(e.ends_with("not a regular file (a symbolic link)"), "{e}");
+        let e = read_bounded(&target, 99, true).unwrap_err();
+        assert!(matches!(e.why, Unreadable::TooLarge(99)), "{e}");
     }
 
     #[test]

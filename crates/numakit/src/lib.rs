@@ -5,7 +5,9 @@
 //! the reader, and placement (what `numakit topo`, `run` and `show` use):
 //!
 //! * [`units`]: sizes, bytes and times as people type and read them;
-//! * [`files`]: numakit's own state files, replaced durably;
+//! * [`files`]: numakit's own state files, replaced durably, and files a
+//!   user names, read with bounds;
+//! * [`beneath`]: paths opened below a root without leaving it;
 //! * [`text`]: outside text made safe for a one-line message;
 //! * [`sys`]: the one root-relative reader of `/sys` and `/proc`;
 //! * [`sets`]: CPU and node sets and their syntaxes;
@@ -72,6 +74,7 @@ pub mod act;
 pub mod batch;
 #[cfg(feature = "measure")]
 pub mod bench;
+pub mod beneath;
 #[cfg(feature = "measure")]
 pub mod compare;
 #[cfg(feature = "daemon")]

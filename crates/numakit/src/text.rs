@@ -1,9 +1,23 @@
-//! Text from outside (kernel files, dumps, requests) made safe to put in a
-//! message: one line, bounded, control characters escaped, so a crafted
-//! file can neither flood a terminal nor send it escape sequences.
+//! Text from outside (kernel files, dumps, requests, names a user typed)
+//! made safe to put in a message: one line, bounded, control characters
+//! escaped, so a crafted file or name can neither flood a terminal nor
+//! send it escape sequences. [`one_line`] is the one escaping routine;
+//! [`quote`], [`path`] and [`for_stream`] are its uses.
+//!
+//! Where numakit stands in for numactl or numastat, whose messages carry a
+//! name byte for byte, [`for_stream`] keeps those bytes when the message
+//! goes to a pipe or a file (byte parity with the real tool) and escapes
+//! them on a terminal (docs/hostile-input.md).
+
+use std::borrow::Cow;
+use std::path::Path;
 
 /// How many characters of an outside value a message quotes at most.
 pub const QUOTE_MAX_CHARS: usize = 120;
+
+/// How many characters of a path a message shows at most (a path may be
+/// longer than a value: `PATH_MAX` is 4096 bytes).
+pub const PATH_MAX_CHARS: usize = 4 * QUOTE_MAX_CHARS;
 
 /// `s` as one line of at most `max` characters (escapes counted as
 /// written): control characters (newlines, escapes, NULs) written as
@@ -17,11 +31,11 @@ pub const QUOTE_MAX_CHARS: usize = 120;
 /// ```
 pub fn one_line(s: &str, max: usize) -> String {
     let mut out = String::new();
-    let mut count = 0;
+    let mut count: usize = 0;
     for c in s.chars() {
         let piece: String = if c.is_control() { c.escape_debug().collect() } else { c.to_string() };
         let n = piece.chars().count();
-        if count + n > max {
+        if count.saturating_add(n) > max {
             out.push_str(&format!("… ({} characters)", s.chars().count()));
             return out;
         }
@@ -37,6 +51,36 @@ pub fn quote(s: &str) -> String {
     format!("\"{}\"", one_line(s, QUOTE_MAX_CHARS))
 }
 
+/// A path as typed (or as found in a dump), for a message: [`one_line`]
+/// of [`PATH_MAX_CHARS`]; bytes that are not UTF-8 show as `�`.
+///
+/// ```
+/// use numakit::text::path;
+/// assert_eq!(path(std::path::Path::new("/tmp/a\nb")), "/tmp/a\\nb");
+/// ```
+pub fn path(p: &Path) -> String {
+    one_line(&p.to_string_lossy(), PATH_MAX_CHARS)
+}
+
+/// `s` as a drop-in tool puts it in a message: unchanged when the message
+/// goes to a pipe or a file (`terminal` false: the real numactl and
+/// numastat print the bytes they were given), its control characters
+/// escaped by [`one_line`] on a terminal, so a name holding escape
+/// sequences cannot drive the terminal.
+///
+/// ```
+/// use numakit::text::for_stream;
+/// assert_eq!(for_stream("a\x1b[31m", false), "a\x1b[31m");
+/// assert_eq!(for_stream("a\x1b[31m", true), "a\\u{1b}[31m");
+/// ```
+pub fn for_stream(s: &str, terminal: bool) -> Cow<'_, str> {
+    if terminal && s.chars().any(char::is_control) {
+        Cow::Owned(one_line(s, usize::MAX))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,6 +93,18 @@ mod tests {
         assert_eq!(one_line("ünïcödé", 80), "ünïcödé");
         assert_eq!(one_line("abcdef", 6), "abcdef");
         assert_eq!(one_line("abcdefg", 6), "abcdef… (7 characters)");
+        assert_eq!(one_line("a\u{7}", usize::MAX), "a\\u{7}");
+    }
+
+    #[test]
+    fn paths_and_streams() {
+        let long = format!("/{}\n", "a".repeat(5000));
+        let shown = path(Path::new(&long));
+        assert!(shown.chars().count() < PATH_MAX_CHARS + 30 && shown.ends_with("(5002 characters)"), "{shown}");
+        assert!(!shown.contains('\n'));
+        assert_eq!(for_stream("plain", true), "plain");
+        assert_eq!(for_stream("x\ny", true), "x\\ny");
+        assert_eq!(for_stream("x\ny", false), "x\ny");
     }
 
     proptest! {

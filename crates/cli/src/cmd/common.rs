@@ -39,7 +39,7 @@ pub fn parse_size(s: &str) -> Result<u64, Failure> {
 pub fn config_error(path: &std::path::Path, e: numakit::daemon::settings::LoadError) -> Failure {
     use numakit::daemon::settings::LoadError;
     match e {
-        LoadError::Read(e) => Failure::usage(format!("cannot read --config {}: {e}", path.display())),
+        LoadError::Read(e) => Failure::usage(format!("--config {}: {e}", numakit::text::path(path))),
         LoadError::Invalid(e) => Failure::usage(e.to_string()),
     }
 }
@@ -108,7 +108,8 @@ pub fn exec(command: &[OsString]) -> anyhow::Result<u8> {
     };
     let err = std::process::Command::new(prog).args(rest).exec();
     let code = if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
-    Err(Failure { code, message: format!("cannot run {}: {err}", prog.to_string_lossy()) }.into())
+    Err(Failure { code, message: format!("cannot run {}: {err}", numakit::text::quote(&prog.to_string_lossy())) }
+        .into())
 }
 
 /// How a supervised command ended ([`supervise`]).

@@ -6,12 +6,13 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use numakit::act::{get_affinity, Pid};
 use numakit::compare::{
-    self, spec::sh_quote, Aggregate, CompareError, CompareResult, ConfigSpec, CopiesSpec, Experiment, ExperimentFile,
-    Metric, Order, ShellRunner,
+    self, spec, spec::sh_quote, Aggregate, CompareError, CompareResult, ConfigSpec, CopiesSpec, Experiment,
+    ExperimentFile, Metric, Order, ShellRunner,
 };
 use numakit::present;
 use numakit::sys::SysRoot;
@@ -31,10 +32,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE")]
     pub experiment: Option<PathBuf>,
     /// Measured runs per configuration [default: 10].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..=spec::MAX_RUNS as u64))]
     pub runs: Option<usize>,
     /// Unmeasured warm-up runs per configuration, before the measured ones [default: 1].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(0..=spec::MAX_WARMUP as u64))]
     pub warmup: Option<usize>,
     /// Randomise the order within each round, from this seed.
     #[arg(long, value_name = "SEED")]
@@ -100,9 +101,8 @@ fn workload(words: &[OsString]) -> Option<String> {
 fn experiment(args: &CompareArgs) -> Result<Experiment, Failure> {
     let file = match &args.experiment {
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| Failure::system(format!("cannot read {}: {e}", p.display())))?;
-            ExperimentFile::parse(&text).map_err(|e| Failure::usage(format!("{}: {e}", p.display())))?
+            let text = numakit::files::read_named_text(p).map_err(|e| Failure::system(format!("--experiment {e}")))?;
+            ExperimentFile::parse(&text).map_err(|e| Failure::usage(format!("{}: {e}", numakit::text::path(p))))?
         }
         None => ExperimentFile::default(),
     };
@@ -150,6 +150,8 @@ fn experiment(args: &CompareArgs) -> Result<Experiment, Failure> {
 /// Runs `numakit compare`.
 pub fn run(_sys: &SysRoot, args: &CompareArgs) -> anyhow::Result<u8> {
     let exp = experiment(args)?;
+    // Ended, compare ends the workload's process group first.
+    compare::child::forward_signals();
     let against = match &args.against {
         Some(p) => Some((CompareResult::load(p).map_err(spec_error)?, p.display().to_string())),
         None => None,

@@ -84,7 +84,7 @@ pub struct ExporterArgs {
 
 /// The daemon's families, if its status file is there and readable.
 fn daemon_families(path: &Path) -> String {
-    let Ok(text) = std::fs::read_to_string(path) else { return String::new() };
+    let Ok(text) = numakit::files::read_named_text(path) else { return String::new() };
     let Ok(status) = serde_json::from_str::<Status>(&text) else { return String::new() };
     let age = std::fs::metadata(path)
         .and_then(|m| m.modified())

@@ -172,7 +172,10 @@ pub fn run(sys: &SysRoot, raw: &[OsString]) -> anyhow::Result<u8> {
             Ok(code)
         }
         Err(f) if f.code == EXIT => {
-            eprintln!("numactl: {}", f.message);
+            // The names it quotes as numactl prints them: byte for byte to
+            // a pipe or file, escaped on a terminal.
+            use std::io::IsTerminal;
+            eprintln!("numactl: {}", numakit::text::for_stream(&f.message, std::io::stderr().is_terminal()));
             eprintln!("{USAGE}");
             Ok(EXIT)
         }

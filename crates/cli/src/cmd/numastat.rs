@@ -121,7 +121,9 @@ fn add_spec(sys: &SysRoot, spec: &str, req: &mut Request) -> anyhow::Result<()> 
     }
     let found = process::numastat_find(sys, spec, std::process::id() as i32).unwrap_or_default();
     if found.is_empty() {
-        out(&format!("Found no processes containing pattern: \"{spec}\"\n"))?;
+        // numastat prints the pattern as given; on a terminal it is escaped.
+        let shown = numakit::text::for_stream(spec, std::io::stdout().is_terminal());
+        out(&format!("Found no processes containing pattern: \"{shown}\"\n"))?;
     }
     req.pids.extend(found);
     Ok(())

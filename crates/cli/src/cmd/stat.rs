@@ -271,9 +271,8 @@ fn cgroup_report(sys: &SysRoot, path: &str, since: Option<&std::path::Path>, jso
     let start = match since {
         None => None,
         Some(file) => {
-            let shown = file.display();
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| Failure::usage(format!("cannot read --since {shown}: {e}")))?;
+            let shown = numakit::text::path(file);
+            let text = numakit::files::read_named_text(file).map_err(|e| Failure::usage(format!("--since {e}")))?;
             let v: Value =
                 serde_json::from_str(&text).map_err(|e| Failure::usage(format!("--since {shown} is not JSON: {e}")))?;
             Some((

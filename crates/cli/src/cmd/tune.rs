@@ -118,6 +118,12 @@ fn state_path(sys: &SysRoot, opt: &StateOpt) -> PathBuf {
     opt.state_file.clone().unwrap_or_else(|| sys.path(tune::DEFAULT_STATE))
 }
 
+/// The state file of a command that writes it (its folder made, beneath
+/// the root below a dump).
+fn state_to_write(sys: &SysRoot, write: &WriteOpts) -> anyhow::Result<PathBuf> {
+    tune::state_path(sys, write.state.state_file.as_deref(), !write.dry_run).map_err(failure)
+}
+
 fn profiles_dir(sys: &SysRoot, opt: &ProfilesDir) -> PathBuf {
     opt.profiles_dir.clone().unwrap_or_else(|| sys.path(tune::DEFAULT_PROFILES_DIR))
 }
@@ -165,7 +171,7 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             if !write.dry_run {
                 tune::require_root(sys, "revert").map_err(failure)?;
             }
-            let path = state_path(sys, &write.state);
+            let path = state_to_write(sys, write)?;
             let mut pause = pauser();
             let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
             let out = tune::revert(sys, opts).map_err(failure)?;
@@ -195,7 +201,7 @@ fn apply_settings(sys: &SysRoot, settings: &[Setting], action: &str, write: &Wri
         let verb = action.split_whitespace().next().unwrap_or(action);
         tune::require_root(sys, verb).map_err(failure)?;
     }
-    let path = state_path(sys, &write.state);
+    let path = state_to_write(sys, write)?;
     let mut pause = pauser();
     let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
     let out = tune::apply(sys, settings, action, opts).map_err(failure)?;
@@ -221,7 +227,7 @@ fn irq_local(sys: &SysRoot, device: &str, write: &WriteOpts) -> anyhow::Result<u
     if !write.dry_run {
         tune::require_root(sys, "irq-local").map_err(failure)?;
     }
-    let path = state_path(sys, &write.state);
+    let path = state_to_write(sys, write)?;
     let mut pause = pauser();
     let opts = Options { state_path: path.clone(), dry_run: write.dry_run, after_write: Some(&mut pause) };
     let action = format!("irq-local {device}");
@@ -314,7 +320,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
         None => None,
         Some(path) => {
             let bad = |why: String| failure(TuneError::Baseline { path: path.to_path_buf(), why });
-            let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+            let text = numakit::files::read_named_text(path).map_err(|e| bad(e.why.to_string()))?;
             Some(check::Baseline::parse(&text).map_err(bad)?)
         }
     };
@@ -325,7 +331,7 @@ fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool)
     };
     print(&if json { present::check_json(&findings, ctx) } else { present::check_text(&findings, ctx) })?;
     if let Some(path) = save {
-        eprintln!("numakit: baseline saved in {}", path.display());
+        eprintln!("numakit: baseline saved in {}", numakit::text::path(path));
     }
     Ok(if diffs.is_empty() { 0 } else { 1 })
 }

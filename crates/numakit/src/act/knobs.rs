@@ -8,12 +8,20 @@
 //! every value against what the kernel accepts, saves the previous values
 //! and rolls back. What the kernel refuses comes back unchanged as an
 //! [`ActError::Sys`] naming the step (`open` or `write`) and the errno.
+//!
+//! A write stays below its root and follows no link
+//! ([`crate::beneath`], `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`): a crafted
+//! dump whose knob file is a link cannot make numakit, run as root,
+//! overwrite a file elsewhere. Only a regular file is written (kernel knob
+//! files are regular files).
 
-use std::fs::OpenOptions;
+use std::fs::File;
 use std::io::Write as _;
+use std::os::fd::AsFd;
 use std::path::{Component, Path};
 
 use super::{log, ActError, Result};
+use crate::beneath::{self, Links};
 use crate::sys::SysRoot;
 
 /// Writes `value` (without a newline) to the knob file `rel` below `sys`'s
@@ -23,10 +31,12 @@ use crate::sys::SysRoot;
 /// `rel` must lie under `proc/sys/` or `sys/`, or be
 /// `proc/irq/N/smp_affinity_list`, and may not contain `..`
 /// ([`ActError::Invalid`] otherwise, nothing written). The file must exist
-/// (it is never created). It is opened with `O_TRUNC`, like the shell's
-/// `echo 0 > FILE`: the kernel ignores the truncation, and a plain file in
-/// a test root ends up holding exactly `value`. The value goes out in one
-/// `write(2)`, as sysfs requires.
+/// (it is never created), be a regular file, and be reached from the root
+/// without a symbolic link (the file itself no link either): otherwise
+/// [`ActError::Invalid`] and nothing is written. It is opened with
+/// `O_TRUNC`, like the shell's `echo 0 > FILE`: the kernel ignores the
+/// truncation, and a plain file in a test root ends up holding exactly
+/// `value`. The value goes out in one `write(2)`, as sysfs requires.
 ///
 /// ```
 /// use numakit::act::knobs::write_value;
@@ -47,7 +57,22 @@ pub fn write_value(sys: &SysRoot, rel: impl AsRef<Path>, value: &str) -> Result<
         return Err(ActError::Invalid { call: "write", why: format!("refusing to write {value:?}: not one value") });
     }
     let path = sys.path(rel);
-    let mut file = OpenOptions::new().write(true).truncate(true).open(&path).map_err(|e| io_error("open", &e))?;
+    let shown = crate::text::path(&path);
+    let refused = |why: &str| ActError::Invalid { call: "write", why: format!("{shown}: {why}; nothing written") };
+    let root = beneath::open_root(sys.root()).map_err(|e| io_error("open", &e))?;
+    // O_NONBLOCK: a FIFO without a reader is refused (ENXIO) instead of
+    // waited on; regular files ignore the flag.
+    let flags = libc::O_WRONLY | libc::O_TRUNC | libc::O_NONBLOCK;
+    let fd = beneath::open(root.as_fd(), rel, flags, Links::Refused).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => refused("a symbolic link is on its path (a write below a root follows none)"),
+        Some(libc::EXDEV) => refused("it leads out of the root"),
+        _ => io_error("open", &e),
+    })?;
+    let mut file = File::from(fd);
+    let kind = file.metadata().map_err(|e| io_error("open", &e))?.file_type();
+    if !kind.is_file() {
+        return Err(refused(&format!("not a regular file ({})", crate::files::kind_of(&kind))));
+    }
     let n = file.write(value.as_bytes()).map_err(|e| io_error("write", &e))?;
     if n != value.len() {
         return Err(ActError::Invalid {
@@ -138,6 +163,38 @@ mod tests {
         let e = write_value(&r, "sys/kernel/mm/x", "1").unwrap_err();
         assert!(e.is_errno(libc::EISDIR), "{e}");
         assert!(e.to_string().starts_with("open: "), "{e}");
+    }
+
+    /// A knob file that is a link (to a file outside the root, or inside
+    /// it), or below a folder that is one, is refused and nothing is
+    /// written anywhere; so is a FIFO (without waiting for a reader).
+    #[test]
+    fn links_and_special_files_are_refused_unwritten() {
+        let (d, r) = root();
+        let outside = tempfile::tempdir().expect("tempdir");
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "precious\n").expect("write");
+        let vm = d.path().join("proc/sys/vm");
+        fs::create_dir_all(&vm).expect("mkdir");
+        std::os::unix::fs::symlink(&victim, vm.join("zone_reclaim_mode")).expect("link");
+        fs::write(d.path().join("proc/sys/kernel/inside"), "0\n").expect("write");
+        std::os::unix::fs::symlink("inside", d.path().join("proc/sys/kernel/numa_stat")).expect("link");
+        fs::create_dir_all(d.path().join("sys/kernel/mm")).expect("mkdir");
+        std::os::unix::fs::symlink(outside.path(), d.path().join("sys/kernel/mm/out")).expect("link");
+        for rel in ["proc/sys/vm/zone_reclaim_mode", "proc/sys/kernel/numa_stat", "sys/kernel/mm/out/victim"] {
+            let e = write_value(&r, rel, "1").unwrap_err().to_string();
+            assert!(e.contains("a symbolic link is on its path") && e.ends_with("nothing written"), "{rel}: {e}");
+        }
+        assert_eq!(fs::read_to_string(&victim).expect("read"), "precious\n");
+        assert_eq!(fs::read_to_string(d.path().join("proc/sys/kernel/inside")).expect("read"), "0\n");
+        let fifo = d.path().join("proc/sys/kernel/fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = std::time::Instant::now();
+        let e = write_value(&r, "proc/sys/kernel/fifo", "1").unwrap_err();
+        assert!(e.is_errno(libc::ENXIO), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

@@ -62,17 +62,16 @@ pub fn cpus_from_env(
 
 /// The CPUs a job started by this process needs, and where the number came
 /// from: the batch system's count in this process's environment
-/// ([`cpus_from_env`]; HTCondor's machine ad is read with [`SysRoot`]'s
+/// ([`cpus_from_env`]; HTCondor's machine ad is read by [`crate::files::read_named`]'s
 /// checks, this host's name from `/proc/sys/kernel/hostname`), else the
 /// CPUs this process may use when fewer than those of `topo`'s nodes,
 /// else 1.
 pub fn job_cpus(topo: &Topology) -> (u32, String) {
     let host = kernel::hostname(&SysRoot::live());
     let var = |k: &str| std::env::var(k).ok();
-    let file = |p: &str| {
-        let root = if Path::new(p).is_absolute() { SysRoot::live() } else { SysRoot::at(".") };
-        root.read(p).ok().flatten()
-    };
+    // A file the batch system names (HTCondor's machine ad): the one
+    // reader of named files, regular and bounded.
+    let file = |p: &str| crate::files::read_named_text(Path::new(p)).ok();
     if let Some(found) = cpus_from_env(&var, &file, host.as_deref()) {
         return found;
     }

@@ -38,6 +38,9 @@ pub const DEFAULT_DIR: &str = "/run/numakit/jobs";
 /// blind is worse than waiting.
 pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 
+/// The most read of one entry file (an entry is a few hundred bytes).
+const MAX_ENTRY_BYTES: u64 = 64 << 10;
+
 /// What one placement takes on one node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
@@ -254,11 +257,10 @@ impl Ledger {
             else {
                 continue;
             };
-            // Small files only: an entry is a few hundred bytes.
-            let Ok(text) = fs::read(e.path()) else { continue };
-            if text.len() > 64 * 1024 {
-                continue;
-            }
+            // Small regular files only (an entry is a few hundred bytes):
+            // the folder is every user's, and a FIFO, a link or a huge
+            // file there must not stop or flood another user's placement.
+            let Ok(text) = files::read_bounded(&e.path(), MAX_ENTRY_BYTES, false) else { continue };
             if let Ok(entry) = serde_json::from_slice::<Entry>(&text) {
                 if entry.pid == pid {
                     out.push(entry);

@@ -6,6 +6,8 @@
 //! * [`schedule`]: the interleaved order of runs;
 //! * [`runner`]: the [`Runner`] trait that performs one run, and the real
 //!   [`ShellRunner`] (`sh -c "PREFIX WORKLOAD"`);
+//! * [`child`]: the processes a run starts, in a process group of their
+//!   own, their output read with bounds, ended with compare;
 //! * [`result`]: the statistics per configuration and against the
 //!   baseline, saved and loaded as JSON.
 //!
@@ -13,6 +15,7 @@
 //! to a callback and the result is a plain struct that `present::compare`
 //! renders. Statistics come from [`crate::stats_math`].
 
+pub mod child;
 pub mod result;
 pub mod runner;
 pub mod schedule;
@@ -66,17 +69,25 @@ pub fn run_experiment(
     exp.validate()?;
     let slots = schedule(exp.configs.len(), exp.warmup, exp.runs, exp.order);
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(exp.runs); exp.configs.len()];
-    let mut sequence = Vec::with_capacity(exp.runs * exp.configs.len());
+    let mut sequence = Vec::with_capacity(exp.runs.checked_mul(exp.configs.len()).unwrap_or(0));
     for (done, slot) in slots.iter().enumerate() {
         let config = &exp.configs[slot.config];
         progress(&Progress { done, total: slots.len(), config: config.name.clone(), warmup: slot.warmup });
-        let job = Job { config, workload: &exp.workload, copies: exp.copies, warmup: slot.warmup, round: slot.round };
+        let job = Job {
+            config,
+            workload: &exp.workload,
+            copies: exp.copies,
+            warmup: slot.warmup,
+            round: slot.round,
+            keep_output: runner::keep_for(&exp.metric, exp.copies),
+        };
         let out = runner.run(&job)?;
         if slot.warmup {
             continue;
         }
-        let value = figure(&exp.metric, exp.aggregate, &out)
-            .map_err(|e| CompareError::Run(format!("config \"{}\" run {}: {e}", config.name, slot.round + 1)))?;
+        let value = figure(&exp.metric, exp.aggregate, &out).map_err(|e| {
+            CompareError::Run(format!("config {} run {}: {e}", crate::text::quote(&config.name), slot.round + 1))
+        })?;
         samples[slot.config].push(value);
         sequence.push(config.name.clone());
     }
@@ -100,7 +111,7 @@ mod tests {
             self.asked.push((job.config.name.clone(), job.warmup));
             let i = if job.config.name == "a" { 0 } else { 1 };
             let t = if job.warmup { 99.0 } else { self.times[i][job.round] };
-            Ok(Outcome { wall_s: t, stdouts: vec![format!("rate={}", 1.0 / t)] })
+            Ok(Outcome { wall_s: t, stdouts: vec![format!("rate={}", 1.0 / t).into_bytes()] })
         }
     }
 

@@ -255,9 +255,8 @@ impl CompareResult {
 
     /// Reads a result saved by [`CompareResult::save`].
     pub fn load(path: &Path) -> Result<CompareResult, CompareError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CompareError::Saved(format!("cannot read {}: {e}", path.display())))?;
-        CompareResult::from_json(&text).map_err(|e| CompareError::Saved(format!("{}: {e}", path.display())))
+        let text = crate::files::read_named_text(path).map_err(|e| CompareError::Saved(e.to_string()))?;
+        CompareResult::from_json(&text).map_err(|e| CompareError::Saved(format!("{}: {e}", crate::text::path(path))))
     }
 }
 

@@ -24,13 +24,16 @@ pub struct Slot {
 }
 
 /// Every run of an experiment with `configs` configurations, in order:
-/// `warmup` warm-up rounds, then `runs` measured rounds.
+/// `warmup` warm-up rounds, then `runs` measured rounds. The caller bounds
+/// the counts ([`Experiment::validate`](super::Experiment::validate)): the
+/// schedule is held in memory.
 pub fn schedule(configs: usize, warmup: usize, runs: usize, order: Order) -> Vec<Slot> {
     let mut rng = match order {
         Order::Interleaved => None,
         Order::Shuffled { seed } => Some(StdRng::seed_from_u64(seed)),
     };
-    let mut out = Vec::with_capacity(configs * (warmup + runs));
+    let total = warmup.checked_add(runs).and_then(|r| r.checked_mul(configs));
+    let mut out = Vec::with_capacity(total.unwrap_or(0).min(super::spec::MAX_TOTAL_RUNS));
     for (rounds, warm) in [(warmup, true), (runs, false)] {
         for round in 0..rounds {
             let mut ids: Vec<usize> = (0..configs).collect();

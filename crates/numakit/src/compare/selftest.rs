@@ -23,7 +23,7 @@ struct Noise<D: Distribution<f64>> {
 
 impl<D: Distribution<f64>> Runner for Noise<D> {
     fn run(&mut self, _job: &Job<'_>) -> Result<Outcome, CompareError> {
-        Ok(Outcome { wall_s: self.dist.sample(&mut self.rng), stdouts: vec![String::new()] })
+        Ok(Outcome { wall_s: self.dist.sample(&mut self.rng), stdouts: vec![Vec::new()] })
     }
 }
 

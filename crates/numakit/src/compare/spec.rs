@@ -5,6 +5,18 @@
 use serde::{Deserialize, Serialize};
 
 use super::CompareError;
+use crate::text::quote;
+
+/// The most measured runs per configuration (`--runs`, `runs`): the
+/// runs-needed estimate is capped there too.
+pub const MAX_RUNS: usize = 100_000;
+/// The most warm-up runs per configuration (`--warmup`, `warmup`).
+pub const MAX_WARMUP: usize = 100_000;
+/// The most copies run at once (`--copies`, `copies`, `per-cpu`).
+pub const MAX_COPIES: usize = 4096;
+/// The most runs of an experiment in all (configurations × (warm-ups +
+/// runs)): the schedule and the results are held in memory.
+pub const MAX_TOTAL_RUNS: usize = 1_000_000;
 
 /// One configuration: a command prefix placed before the workload, and
 /// commands run (through `sh -c`, untimed) before and after each run.
@@ -32,7 +44,10 @@ impl ConfigSpec {
     /// Parses the `--config` syntax `NAME=PREFIX` (`NAME=` for no prefix).
     pub fn parse_flag(text: &str) -> Result<ConfigSpec, CompareError> {
         let (name, prefix) = text.split_once('=').ok_or_else(|| {
-            CompareError::Spec(format!("--config \"{text}\": expected NAME=PREFIX, e.g. local='numakit run -N 0 -m 0'"))
+            CompareError::Spec(format!(
+                "--config {}: expected NAME=PREFIX, e.g. local='numakit run -N 0 -m 0'",
+                quote(text)
+            ))
         })?;
         let name = name.trim();
         check_name(name)?;
@@ -51,7 +66,7 @@ impl ConfigSpec {
 
 fn check_name(name: &str) -> Result<(), CompareError> {
     if name.is_empty() || name.chars().any(|c| c.is_control()) {
-        return Err(CompareError::Spec(format!("invalid configuration name \"{name}\"")));
+        return Err(CompareError::Spec(format!("invalid configuration name {}", quote(name))));
     }
     Ok(())
 }
@@ -149,7 +164,9 @@ impl Experiment {
     }
 
     /// Checks what can be checked before running: a workload, at least one
-    /// configuration, unique names, at least one run, a valid regex.
+    /// configuration, unique names, at least one run, counts within
+    /// [`MAX_RUNS`], [`MAX_WARMUP`], [`MAX_COPIES`] and [`MAX_TOTAL_RUNS`],
+    /// a valid regex.
     pub fn validate(&self) -> Result<(), CompareError> {
         if self.workload.trim().is_empty() {
             return Err(CompareError::Spec("no workload given".into()));
@@ -160,7 +177,7 @@ impl Experiment {
         for (i, c) in self.configs.iter().enumerate() {
             check_name(&c.name)?;
             if self.configs[..i].iter().any(|o| o.name == c.name) {
-                return Err(CompareError::Spec(format!("configuration \"{}\" is given twice", c.name)));
+                return Err(CompareError::Spec(format!("configuration {} is given twice", quote(&c.name))));
             }
         }
         if self.runs == 0 {
@@ -168,6 +185,24 @@ impl Experiment {
         }
         if self.copies == 0 {
             return Err(CompareError::Spec("--copies must be at least 1".into()));
+        }
+        for (flag, n, max) in [
+            ("--runs", self.runs, MAX_RUNS),
+            ("--warmup", self.warmup, MAX_WARMUP),
+            ("--copies", self.copies, MAX_COPIES),
+        ] {
+            if n > max {
+                return Err(CompareError::Spec(format!("{flag} {n}: at most {max}")));
+            }
+        }
+        let total = self.total_runs();
+        if total.is_none_or(|t| t > MAX_TOTAL_RUNS) {
+            return Err(CompareError::Spec(format!(
+                "{} configurations of {} warm-up and {} measured runs each: more than {MAX_TOTAL_RUNS} runs in all",
+                self.configs.len(),
+                self.warmup,
+                self.runs
+            )));
         }
         if let Some(t) = self.target_ci_pct {
             if !(t > 0.0 && t.is_finite()) {
@@ -179,16 +214,24 @@ impl Experiment {
                 .map_err(|e| CompareError::Spec(format!("--metric-regex: {}", one_line(&e.to_string()))))?;
             if re.captures_len() < 2 {
                 return Err(CompareError::Spec(format!(
-                    "--metric-regex \"{pattern}\" has no capture group: put the number in ( )"
+                    "--metric-regex {} has no capture group: put the number in ( )",
+                    quote(pattern)
                 )));
             }
         }
         Ok(())
     }
+
+    /// Runs in all, warm-ups included (`None` if that does not fit a
+    /// `usize`).
+    pub fn total_runs(&self) -> Option<usize> {
+        self.configs.len().checked_mul(self.warmup.checked_add(self.runs)?)
+    }
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::one_line(&collapsed, 4 * crate::text::QUOTE_MAX_CHARS)
 }
 
 /// The TOML experiment file (`numakit compare --experiment FILE`). Every
@@ -265,12 +308,14 @@ impl CopiesSpec {
     pub fn parse(text: &str) -> Result<CopiesSpec, CompareError> {
         match text.trim() {
             "per-cpu" => Ok(CopiesSpec::Named(CopiesName::PerCpu)),
-            t => t
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .map(CopiesSpec::Count)
-                .ok_or_else(|| CompareError::Spec(format!("--copies \"{text}\": use per-cpu or a positive number"))),
+            t => {
+                t.parse::<usize>().ok().filter(|&n| n > 0 && n <= MAX_COPIES).map(CopiesSpec::Count).ok_or_else(|| {
+                    CompareError::Spec(format!(
+                        "--copies {}: use per-cpu or a number from 1 to {MAX_COPIES}",
+                        quote(text)
+                    ))
+                })
+            }
         }
     }
 
@@ -325,8 +370,8 @@ impl FileConfig {
         check_name(&self.name)?;
         if self.daemon.is_some() {
             return Err(CompareError::Spec(format!(
-                "config \"{}\": daemon on/off is not available yet (remove the daemon key)",
-                self.name
+                "config {}: daemon on/off is not available yet (remove the daemon key)",
+                quote(&self.name)
             )));
         }
         let mut prefix = Vec::new();
@@ -403,6 +448,27 @@ mod tests {
         e.runs = 3;
         e.workload = " ".into();
         assert!(e.validate().is_err());
+        e.workload = "true".into();
+        for (runs, warmup, copies, what) in [
+            (usize::MAX, 1, 1, "--runs 18446744073709551615: at most 100000"),
+            (4_294_967_296, 1, 1, "--runs 4294967296: at most 100000"),
+            (10, usize::MAX, 1, "--warmup 18446744073709551615: at most 100000"),
+            (10, 1, 5000, "--copies 5000: at most 4096"),
+            (100_000, 100_000, 1, "6 configurations of 100000 warm-up and 100000 measured runs each: more than"),
+        ] {
+            if what.starts_with('6') {
+                e.configs.extend((0..4).map(|i| ConfigSpec::new(format!("c{i}"), "")));
+            }
+            (e.runs, e.warmup, e.copies) = (runs, warmup, copies);
+            let err = e.validate().expect_err(what).to_string();
+            assert!(err.contains(what), "{err}");
+        }
+        e.configs.truncate(2);
+        (e.runs, e.warmup, e.copies) = (MAX_RUNS, 0, MAX_COPIES);
+        assert!(e.validate().is_ok());
+        e.configs[0].name = "a\x1b]0;x\x07".into();
+        let err = e.validate().expect_err("name").to_string();
+        assert!(!err.chars().any(char::is_control), "{err}");
     }
 
     #[test]
@@ -447,6 +513,7 @@ mod tests {
         assert_eq!(CopiesSpec::parse("per-cpu").expect("named").count(6), 6);
         assert_eq!(CopiesSpec::parse("3").expect("number").count(6), 3);
         assert!(CopiesSpec::parse("0").is_err() && CopiesSpec::parse("many").is_err());
+        assert!(CopiesSpec::parse("4097").is_err() && CopiesSpec::parse("4096").is_ok());
     }
 
     #[test]

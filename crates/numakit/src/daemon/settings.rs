@@ -182,9 +182,10 @@ pub struct SettingsError(pub String);
 /// Why a configuration file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read (the OS error; callers name the file).
+    /// The file could not be read ([`crate::files::read_named`]'s reason;
+    /// callers name the file).
     #[error("{0}")]
-    Read(std::io::Error),
+    Read(crate::files::Unreadable),
     /// It was read but is not a valid configuration (names the file).
     #[error(transparent)]
     Invalid(#[from] SettingsError),
@@ -194,7 +195,7 @@ impl Settings {
     /// Reads and checks the configuration file `path` (the one reader of
     /// `--config`, for the daemon, `ctl` and a reload).
     pub fn load(path: &Path) -> Result<Self, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(LoadError::Read)?;
+        let text = crate::files::read_named_text(path).map_err(|e| LoadError::Read(e.why))?;
         Ok(Self::from_toml(&text, &path.display().to_string())?)
     }
 

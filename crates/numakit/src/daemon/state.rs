@@ -103,6 +103,9 @@ pub enum StateError {
         /// The error.
         source: std::io::Error,
     },
+    /// Not read: not a regular file, too large, not text, or I/O.
+    #[error("{0}")]
+    Read(crate::files::NamedFileError),
     /// Written by a newer numakit.
     #[error(
         "{path}: state file version {version}, this numakit reads up to {STATE_VERSION}; move it away to start afresh"
@@ -132,10 +135,10 @@ impl State {
     /// Reads the state file (version 1 or 2, as version 2); a missing file
     /// is an empty state.
     pub fn load(path: &Path) -> Result<Self, StateError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::files::read_named_text(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::new()),
-            Err(source) => return Err(StateError::Io { path: path.into(), source }),
+            Err(e) if e.is_missing() => return Ok(Self::new()),
+            Err(e) => return Err(StateError::Read(e)),
         };
         let mut state: Self =
             serde_json::from_str(&text).map_err(|source| StateError::Format { path: path.into(), source })?;

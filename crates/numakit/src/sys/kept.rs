@@ -12,6 +12,8 @@
 //! process got the same pid. Then the file is closed and the path opened
 //! once more, so a reused pid is read as the new process. Files are only
 //! kept on the live system: in a dump a deleted file would still read.
+//! They are opened by [`SysRoot::open`] (regular files only, resolved
+//! inside a dump's root) and read up to [`MAX_FILE_BYTES`].
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -19,7 +21,7 @@ use std::hash::Hash;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::{SysError, SysRoot};
+use super::{SysError, SysRoot, MAX_FILE_BYTES};
 
 /// Open files by key (a pid, say), at most `cap` of them.
 #[derive(Debug)]
@@ -56,7 +58,11 @@ impl<K: Hash + Eq + Copy> KeptFiles<K> {
     ) -> Result<bool, SysError> {
         if let Some(f) = self.files.get(&key) {
             match pread_all(f, buf) {
-                Ok(()) => return Ok(true),
+                Ok(true) => return Ok(true),
+                Ok(false) => {
+                    self.files.remove(&key);
+                    return Err(sys.too_large(rel()));
+                }
                 // Its process exited: the pid may be a new process now.
                 Err(e) if gone(&e) => {
                     self.files.remove(&key);
@@ -67,16 +73,18 @@ impl<K: Hash + Eq + Copy> KeptFiles<K> {
                 }
             }
         }
-        let path = sys.path(rel());
-        let f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if gone(&e) => return Ok(false),
-            Err(source) => return Err(SysError::Io { path, source }),
+        let rel = rel();
+        let f = match sys.open(&rel) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(false),
+            Err(SysError::Io { source, .. }) if gone(&source) => return Ok(false),
+            Err(e) => return Err(e),
         };
         match pread_all(&f, buf) {
-            Ok(()) => {}
+            Ok(true) => {}
+            Ok(false) => return Err(sys.too_large(&rel)),
             Err(e) if gone(&e) => return Ok(false),
-            Err(source) => return Err(SysError::Io { path, source }),
+            Err(source) => return Err(SysError::Io { path: sys.path(&rel), source }),
         }
         if sys.is_live() && self.files.len() < self.cap {
             self.files.insert(key, f);
@@ -90,8 +98,9 @@ impl<K: Hash + Eq + Copy> KeptFiles<K> {
     }
 }
 
-/// Reads from offset 0 until end of file into `buf`.
-fn pread_all(f: &File, buf: &mut Vec<u8>) -> io::Result<()> {
+/// Reads from offset 0 until end of file into `buf`: `Ok(false)` when the
+/// file holds more than [`MAX_FILE_BYTES`] (not read further).
+fn pread_all(f: &File, buf: &mut Vec<u8>) -> io::Result<bool> {
     buf.clear();
     if buf.capacity() < 256 {
         buf.reserve(256);
@@ -109,7 +118,10 @@ fn pread_all(f: &File, buf: &mut Vec<u8>) -> io::Result<()> {
             Ok(n) => {
                 buf.truncate(len + n);
                 if n == 0 || buf.len() < buf.capacity() {
-                    return Ok(());
+                    return Ok(true);
+                }
+                if buf.len() as u64 > MAX_FILE_BYTES {
+                    return Ok(false);
                 }
                 buf.reserve(buf.len());
             }

@@ -11,6 +11,12 @@
 //! files are read (a FIFO would hang the reader, a link to `/dev/zero`
 //! would read until memory runs out), at most [`MAX_FILE_BYTES`] of each,
 //! and values quoted in errors are one bounded line ([`crate::text`]).
+//! Below a dump every path is resolved inside the dump
+//! ([`crate::beneath`], `RESOLVE_IN_ROOT`): its own links (sysfs is full of
+//! them) are followed as the machine it came from would, an absolute link
+//! means the dump's own path, and nothing leads out of it. The live root
+//! (`/`) is opened by plain paths: everything is below `/` already, and the
+//! launch path pays no extra system call.
 
 pub mod interrupts;
 pub mod kept;
@@ -21,9 +27,12 @@ pub mod stat;
 
 use std::fs;
 use std::io::{self, Read};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
+use crate::beneath::{self, Links};
 use crate::sets::{IdSet, Kind};
 use crate::text::{one_line, quote, QUOTE_MAX_CHARS};
 
@@ -39,7 +48,7 @@ pub const SYSROOT_ENV: &str = "NUMAKIT_SYSROOT";
 #[derive(Debug, thiserror::Error)]
 pub enum SysError {
     /// The file exists but could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {}: {source}", crate::text::path(path))]
     Io {
         /// Full path of the file.
         path: PathBuf,
@@ -47,7 +56,7 @@ pub enum SysError {
         source: io::Error,
     },
     /// The file was read but its content is not what the kernel writes.
-    #[error("{path}: {problem}")]
+    #[error("{}: {problem}", crate::text::path(path))]
     Invalid {
         /// Full path of the file.
         path: PathBuf,
@@ -55,7 +64,7 @@ pub enum SysError {
         problem: String,
     },
     /// The root is not a Linux file-system root.
-    #[error("{root} is not a Linux system root: {problem}")]
+    #[error("{} is not a Linux system root: {problem}", crate::text::path(root))]
     NotARoot {
         /// The root given.
         root: PathBuf,
@@ -68,6 +77,9 @@ pub enum SysError {
 #[derive(Debug, Clone)]
 pub struct SysRoot {
     root: PathBuf,
+    /// Below a dump: the root folder, opened at the first read (or the
+    /// errno of that open), that every path is resolved in.
+    dir: Option<Arc<OnceLock<Result<OwnedFd, i32>>>>,
 }
 
 impl Default for SysRoot {
@@ -79,7 +91,7 @@ impl Default for SysRoot {
 impl SysRoot {
     /// The running system (`/`).
     pub fn live() -> Self {
-        Self { root: PathBuf::from("/") }
+        Self { root: PathBuf::from("/"), dir: None }
     }
 
     /// The root named by `NUMAKIT_SYSROOT`, else the live system.
@@ -93,7 +105,9 @@ impl SysRoot {
     /// A root folder holding `sys/` and `proc/` (a dump). The folder is not
     /// checked here; see [`SysRoot::check`].
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let root = root.into();
+        let dir = (root != Path::new("/")).then(|| Arc::new(OnceLock::new()));
+        Self { root, dir }
     }
 
     /// The root folder.
@@ -107,12 +121,28 @@ impl SysRoot {
     }
 
     /// Fails with a clear message unless the root looks like a Linux root
-    /// (a `sys/devices/system/cpu` folder).
+    /// (a `sys/devices/system/cpu` folder): what is there instead when the
+    /// root is no folder (nothing, a file, a link that loops).
     pub fn check(&self) -> Result<(), SysError> {
-        if !self.root.is_dir() {
-            return Err(SysError::NotARoot { root: self.root.clone(), problem: "no such folder".into() });
+        let not_a_root = |problem: String| SysError::NotARoot { root: self.root.clone(), problem };
+        match fs::metadata(&self.root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.is_file() => return Err(not_a_root("it is a file, not a folder".into())),
+            Ok(m) => return Err(not_a_root(format!("it is {}, not a folder", crate::files::kind_of(&m.file_type())))),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(not_a_root("it is a symbolic link that leads to itself (a loop)".into()))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_a_root("no such folder".into())),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                return Err(not_a_root("a part of the path is a file, not a folder".into()))
+            }
+            Err(e) => return Err(not_a_root(format!("cannot open it: {e}"))),
         }
-        if !self.path("sys/devices/system/cpu").is_dir() {
+        let cpu_dir = match &self.dir {
+            None => self.path("sys/devices/system/cpu").is_dir(),
+            Some(_) => self.open_fd("sys/devices/system/cpu", libc::O_PATH | libc::O_DIRECTORY).is_ok(),
+        };
+        if !cpu_dir {
             return Err(SysError::NotARoot {
                 root: self.root.clone(),
                 problem: "it has no sys/devices/system/cpu folder".into(),
@@ -128,6 +158,81 @@ impl SysRoot {
         self.root.join(rel)
     }
 
+    /// Opens `rel` with `flags` (`O_CLOEXEC` added): by its path on the
+    /// live root, resolved inside the root below a dump.
+    fn open_fd(&self, rel: impl AsRef<Path>, flags: libc::c_int) -> io::Result<OwnedFd> {
+        match self.dump_root() {
+            None => {
+                let f = fs::OpenOptions::new().read(true).custom_flags(flags).open(self.path(rel))?;
+                Ok(OwnedFd::from(f))
+            }
+            Some(root) => beneath::open(root?, rel.as_ref(), flags, Links::InRoot),
+        }
+    }
+
+    /// Below a dump, the root folder that paths are resolved in (opened
+    /// at the first call); `None` on the live root.
+    fn dump_root(&self) -> Option<io::Result<BorrowedFd<'_>>> {
+        let dir = self.dir.as_ref()?;
+        let opened =
+            dir.get_or_init(|| beneath::open_root(&self.root).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO)));
+        Some(match opened {
+            Ok(fd) => Ok(fd.as_fd()),
+            Err(errno) => Err(io::Error::from_raw_os_error(*errno)),
+        })
+    }
+
+    /// Opens the regular file `rel` for reading; `Ok(None)` if it (or a
+    /// folder on its path) does not exist. Anything but a regular file is
+    /// [`SysError::Invalid`]; opening never waits (a FIFO is opened with
+    /// `O_NONBLOCK`, then refused by its type).
+    pub fn open(&self, rel: impl AsRef<Path>) -> Result<Option<fs::File>, SysError> {
+        Ok(self.open_sized(rel.as_ref())?.map(|(f, _)| f))
+    }
+
+    /// [`SysRoot::open`] with the size the file says it has (0 for most
+    /// kernel files, which are made as they are read).
+    fn open_sized(&self, rel: &Path) -> Result<Option<(fs::File, u64)>, SysError> {
+        let io = |source| SysError::Io { path: self.path(rel), source };
+        let file = match self.open_fd(rel, libc::O_RDONLY | libc::O_NONBLOCK) {
+            Ok(f) => fs::File::from(f),
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(source) => return Err(io(source)),
+        };
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            let kind = crate::files::kind_of(&meta.file_type());
+            return Err(self.invalid(rel, format!("not a regular file ({kind})")));
+        }
+        Ok(Some((file, meta.len())))
+    }
+
+    /// The bytes of the regular file `rel` ([`SysRoot::open`]), at most
+    /// [`MAX_FILE_BYTES`] (a larger file is [`SysError::Invalid`], refused
+    /// unread when it says its size).
+    pub fn read_bytes(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, SysError> {
+        let rel = rel.as_ref();
+        let Some((file, size)) = self.open_sized(rel)? else { return Ok(None) };
+        if size > MAX_FILE_BYTES {
+            return Err(self.too_large(rel));
+        }
+        // A page up front: sysfs files fit in one, so one read and the
+        // one that finds the end (an empty Vec probes 32 bytes at a time).
+        let mut bytes = Vec::with_capacity(4096);
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|source| SysError::Io { path: self.path(rel), source })?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(self.too_large(rel));
+        }
+        Ok(Some(bytes))
+    }
+
+    /// The error for a file above [`MAX_FILE_BYTES`].
+    pub fn too_large(&self, rel: impl AsRef<Path>) -> SysError {
+        self.invalid(rel, format!("larger than {} MiB", MAX_FILE_BYTES >> 20))
+    }
+
     /// Reads a whole file as text, without trailing whitespace and NULs.
     /// `Ok(None)` if the file (or a folder on its path) does not exist.
     /// Only regular files are read (anything else is
@@ -136,22 +241,6 @@ impl SysRoot {
         let Some(bytes) = self.read_bytes(rel)? else { return Ok(None) };
         let text = String::from_utf8_lossy(&bytes);
         Ok(Some(text.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string()))
-    }
-
-    /// Reads a whole file as it is (NULs, trailing blanks and bytes that
-    /// are not UTF-8 kept: `/proc/PID/cmdline`), with the checks of
-    /// [`SysRoot::read`]. `Ok(None)` if the file does not exist.
-    pub fn read_bytes(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, SysError> {
-        let rel = rel.as_ref();
-        let Some(file) = self.open_file(rel)? else { return Ok(None) };
-        // A page up front: sysfs files fit in one, so one read and the
-        // one that finds the end (an empty Vec probes 32 bytes at a time).
-        let mut bytes = Vec::with_capacity(4096);
-        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|source| self.io(rel, source))?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(self.too_large(rel));
-        }
-        Ok(Some(bytes))
     }
 
     /// Reads a `/proc/PID` file as text as it is (not trimmed), with the
@@ -165,7 +254,10 @@ impl SysRoot {
     /// process exited).
     pub fn read_proc_file(&self, rel: impl AsRef<Path>, capacity: usize) -> Result<Option<String>, SysError> {
         let rel = rel.as_ref();
-        let Some(mut file) = self.open_file(rel)? else { return Ok(None) };
+        let Some((mut file, size)) = self.open_sized(rel)? else { return Ok(None) };
+        if size > MAX_FILE_BYTES {
+            return Err(self.too_large(rel));
+        }
         // Plain read() calls into a sized buffer: no seek first (the size
         // of a /proc file is 0), no small probe reads.
         let mut bytes = vec![0u8; capacity.clamp(64, MAX_FILE_BYTES as usize + 1)];
@@ -182,7 +274,7 @@ impl SysRoot {
                 Ok(n) => len += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if is_missing(&e) => return Ok(None),
-                Err(source) => return Err(self.io(rel, source)),
+                Err(source) => return Err(SysError::Io { path: self.path(rel), source }),
             }
         }
         bytes.truncate(len);
@@ -190,32 +282,6 @@ impl SysRoot {
             Ok(t) => t,
             Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
         }))
-    }
-
-    /// Opens a file to read, refusing what is not a regular file;
-    /// `Ok(None)` if it does not exist.
-    fn open_file(&self, rel: &Path) -> Result<Option<fs::File>, SysError> {
-        let path = self.path(rel);
-        // O_NONBLOCK: opening a FIFO must not wait for a writer; it is
-        // refused below by its type. Regular files ignore the flag.
-        let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path) {
-            Ok(f) => f,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(source) => return Err(SysError::Io { path, source }),
-        };
-        let kind = file.metadata().map_err(|source| SysError::Io { path, source })?.file_type();
-        if !kind.is_file() {
-            return Err(self.invalid(rel, format!("not a regular file ({})", file_kind(&kind))));
-        }
-        Ok(Some(file))
-    }
-
-    fn io(&self, rel: &Path, source: io::Error) -> SysError {
-        SysError::Io { path: self.path(rel), source }
-    }
-
-    fn too_large(&self, rel: &Path) -> SysError {
-        self.invalid(rel, format!("larger than {} MiB", MAX_FILE_BYTES >> 20))
     }
 
     /// Like [`SysRoot::read`], treating an empty file as missing.
@@ -281,7 +347,7 @@ impl SysRoot {
 
     /// Names in a folder, sorted; `Ok(None)` if the folder is missing.
     pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<String>>, SysError> {
-        self.list_where(rel, |_| true)
+        self.list_where(rel, false)
     }
 
     /// Names of the folders in a folder (links not followed), sorted;
@@ -289,26 +355,37 @@ impl SysRoot {
     /// listing (`d_type`), so no file is opened or stat'ed per entry: a
     /// cgroup folder holds dozens of control files beside its children.
     pub fn list_dirs(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<String>>, SysError> {
-        self.list_where(rel, |e| e.file_type().is_ok_and(|t| t.is_dir()))
+        self.list_where(rel, true)
     }
 
-    /// The names of a folder's entries that `keep` accepts, sorted.
-    fn list_where(
-        &self,
-        rel: impl AsRef<Path>,
-        keep: impl Fn(&fs::DirEntry) -> bool,
-    ) -> Result<Option<Vec<String>>, SysError> {
-        let path = self.path(rel);
-        let rd = match fs::read_dir(&path) {
-            Ok(rd) => rd,
-            Err(e) if is_missing(&e) => return Ok(None),
-            Err(source) => return Err(SysError::Io { path, source }),
-        };
+    /// The names of a folder's entries (only its folders with
+    /// `folders_only`), sorted.
+    fn list_where(&self, rel: impl AsRef<Path>, folders_only: bool) -> Result<Option<Vec<String>>, SysError> {
+        let rel = rel.as_ref();
+        let io = |source| SysError::Io { path: self.path(rel), source };
         let mut names = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|source| SysError::Io { path: path.clone(), source })?;
-            if keep(&entry) {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+        if self.dir.is_some() {
+            let fd = match self.open_fd(rel, libc::O_RDONLY | libc::O_DIRECTORY) {
+                Ok(fd) => fd,
+                Err(e) if is_missing(&e) => return Ok(None),
+                Err(source) => return Err(io(source)),
+            };
+            for (name, kind) in beneath::list(fd).map_err(io)? {
+                if !folders_only || kind == beneath::Kind::Folder {
+                    names.push(name.to_string_lossy().into_owned());
+                }
+            }
+        } else {
+            let rd = match fs::read_dir(self.path(rel)) {
+                Ok(rd) => rd,
+                Err(e) if is_missing(&e) => return Ok(None),
+                Err(source) => return Err(io(source)),
+            };
+            for entry in rd {
+                let entry = entry.map_err(io)?;
+                if !folders_only || entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    names.push(entry.file_name().to_string_lossy().into_owned());
+                }
             }
         }
         names.sort();
@@ -335,11 +412,15 @@ impl SysRoot {
     /// or not a link. Bounded: Linux keeps a link's target within a page
     /// (`PATH_MAX`, 4096 bytes), and `/proc`'s links fail beyond it.
     pub fn read_link(&self, rel: impl AsRef<Path>) -> Result<Option<PathBuf>, SysError> {
-        let path = self.path(rel);
-        match fs::read_link(&path) {
+        let rel = rel.as_ref();
+        let found = match self.dump_root() {
+            None => fs::read_link(self.path(rel)),
+            Some(root) => root.and_then(|root| beneath::read_link(root, rel)).map(PathBuf::from),
+        };
+        match found {
             Ok(t) => Ok(Some(t)),
             Err(e) if is_missing(&e) || e.kind() == io::ErrorKind::InvalidInput => Ok(None),
-            Err(source) => Err(SysError::Io { path, source }),
+            Err(source) => Err(SysError::Io { path: self.path(rel), source }),
         }
     }
 
@@ -347,12 +428,24 @@ impl SysRoot {
     /// process's effective user); `None` if it is missing or unreadable.
     pub fn owner_uid(&self, rel: impl AsRef<Path>) -> Option<u32> {
         use std::os::unix::fs::MetadataExt;
-        fs::metadata(self.path(rel)).ok().map(|m| m.uid())
+        self.metadata(rel).map(|m| m.uid())
     }
 
     /// Whether `rel` exists (file, folder or link).
     pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
-        self.path(rel).symlink_metadata().is_ok()
+        match &self.dir {
+            None => self.path(rel).symlink_metadata().is_ok(),
+            Some(_) => self.open_fd(rel, libc::O_PATH | libc::O_NOFOLLOW).is_ok(),
+        }
+    }
+
+    /// The metadata of `rel` (links followed, inside the root); `None` if
+    /// it does not exist or cannot be looked at.
+    pub fn metadata(&self, rel: impl AsRef<Path>) -> Option<fs::Metadata> {
+        match &self.dir {
+            None => fs::metadata(self.path(rel)).ok(),
+            Some(_) => self.open_fd(rel, libc::O_PATH).ok().and_then(|fd| fs::File::from(fd).metadata().ok()),
+        }
     }
 
     /// Reads a `meminfo` file (`/proc/meminfo` or a node's) as
@@ -376,23 +469,6 @@ impl SysRoot {
     /// it may quote what a crafted file holds.
     pub fn invalid(&self, rel: impl AsRef<Path>, problem: impl Into<String>) -> SysError {
         SysError::Invalid { path: self.path(rel), problem: one_line(&problem.into(), 4 * QUOTE_MAX_CHARS) }
-    }
-}
-
-fn file_kind(t: &fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_dir() {
-        "a folder"
-    } else {
-        "not a file"
     }
 }
 
@@ -491,10 +567,12 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = r.read("sys/fifo").unwrap_err().to_string();
         assert!(e.ends_with("sys/fifo: not a regular file (a FIFO)"), "{e}");
-        // A link to /dev/zero would read until memory runs out.
+        // /dev/zero would read until memory runs out. (A dump's link to
+        // it means the dump's own dev/zero: missing here.)
+        let e = SysRoot::live().read_list::<crate::sets::Cpu>("dev/zero").unwrap_err().to_string();
+        assert_eq!(e, "/dev/zero: not a regular file (a character device)");
         std::os::unix::fs::symlink("/dev/zero", d.path().join("sys/zero")).expect("link");
-        let e = r.read_list::<crate::sets::Cpu>("sys/zero").unwrap_err().to_string();
-        assert!(e.ends_with("sys/zero: not a regular file (a character device)"), "{e}");
+        assert_eq!(r.read("sys/zero").expect("read"), None);
     }
 
     #[test]
@@ -554,7 +632,55 @@ mod tests {
         let e = r.check().unwrap_err().to_string();
         assert!(e.contains("not a Linux system root") && e.contains("sys/devices/system/cpu"), "{e}");
         let missing = SysRoot::at(d.path().join("nope"));
-        assert!(missing.check().unwrap_err().to_string().contains("no such folder"));
+        assert!(missing.check().unwrap_err().to_string().ends_with("no such folder"));
+    }
+
+    #[test]
+    fn check_says_what_the_root_is_instead() {
+        let d = tempfile::tempdir().expect("tempdir");
+        fs::write(d.path().join("file"), "x").expect("write");
+        std::os::unix::fs::symlink("loop", d.path().join("loop")).expect("link");
+        let e = SysRoot::at(d.path().join("file")).check().unwrap_err().to_string();
+        assert!(e.ends_with("/file is not a Linux system root: it is a file, not a folder"), "{e}");
+        let e = SysRoot::at(d.path().join("loop")).check().unwrap_err().to_string();
+        assert!(
+            e.ends_with("/loop is not a Linux system root: it is a symbolic link that leads to itself (a loop)"),
+            "{e}"
+        );
+        let e = SysRoot::at(d.path().join("file/sub")).check().unwrap_err().to_string();
+        assert!(e.contains("a part of the path is a file"), "{e}");
+    }
+
+    /// A dump's links are followed inside the dump, never out of it: the
+    /// node's CPU link as sysfs has it, an absolute link meaning the dump's
+    /// own path, and links out of it (to a secret beside it, to /dev/zero)
+    /// finding nothing.
+    #[test]
+    fn dump_links_resolve_inside_the_dump() {
+        let (d, r) = root_with(&[
+            ("sys/devices/system/cpu/cpu0/topology/core_id", b"7\n"),
+            ("sys/devices/system/node/node0/cpulist", b"0\n"),
+            ("dev/zero", b"the dump's own\n"),
+        ]);
+        fs::write(d.path().join("../secret-beside-the-dump"), "secret").ok();
+        let link = |target: &str, at: &str| std::os::unix::fs::symlink(target, d.path().join(at)).expect("link");
+        link("../../cpu/cpu0", "sys/devices/system/node/node0/cpu0");
+        link("/dev/zero", "sys/zero");
+        link("../../../../../../../../../../etc/hostname", "sys/hostname");
+        link(&format!("{}/../secret-beside-the-dump", d.path().display()), "sys/secret");
+        assert_eq!(r.read_u64("sys/devices/system/node/node0/cpu0/topology/core_id").expect("read"), Some(7));
+        assert_eq!(r.read("sys/zero").expect("read").as_deref(), Some("the dump's own"));
+        assert_eq!(r.read("sys/hostname").expect("read"), None);
+        assert_eq!(r.read("sys/secret").expect("read"), None);
+        assert!(r.exists("sys/zero") && r.exists("sys/secret") && !r.exists("sys/secret/x"));
+        assert_eq!(r.read_link("sys/zero").expect("link"), Some(PathBuf::from("/dev/zero")));
+        assert_eq!(
+            r.list_dir("sys/devices/system/node/node0/cpu0/topology").expect("ls"),
+            Some(vec!["core_id".to_string()])
+        );
+        assert_eq!(r.list_dirs("sys/devices/system/node/node0").expect("ls"), Some(vec![]));
+        assert!(r.metadata("sys/devices/system/node/node0/cpu0").is_some_and(|m| m.is_dir()));
+        let _ = fs::remove_file(d.path().join("../secret-beside-the-dump"));
     }
 
     #[test]

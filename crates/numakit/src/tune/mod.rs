@@ -111,7 +111,7 @@ pub enum TuneError {
         euid: u32,
     },
     /// The state file cannot be read, parsed, written or locked.
-    #[error("state file {}: {why}", path.display())]
+    #[error("state file {}: {why}", crate::text::path(path))]
     State {
         /// The state file.
         path: PathBuf,
@@ -122,7 +122,7 @@ pub enum TuneError {
     #[error("{0}")]
     Write(Box<WriteFailure>),
     /// A revert that could not restore everything (the state file is kept).
-    #[error("revert incomplete, state file {} kept: {}", path.display(), failures.join("; "))]
+    #[error("revert incomplete, state file {} kept: {}", crate::text::path(path), failures.join("; "))]
     Revert {
         /// The state file.
         path: PathBuf,
@@ -130,7 +130,7 @@ pub enum TuneError {
         failures: Vec<String>,
     },
     /// A baseline file that cannot be read, parsed or written.
-    #[error("baseline {}: {why}", path.display())]
+    #[error("baseline {}: {why}", crate::text::path(path))]
     Baseline {
         /// The file.
         path: PathBuf,
@@ -141,7 +141,11 @@ pub enum TuneError {
 
 /// A write the kernel refused during an apply, and what was rolled back.
 #[derive(Debug, thiserror::Error)]
-#[error("{knob}: cannot write {value} to {}: {error}; {}", path.display(), rollback_text(rolled_back, rollback_failed))]
+#[error(
+    "{knob}: cannot write {value} to {}: {error}; {}",
+    crate::text::path(path),
+    rollback_text(rolled_back, rollback_failed)
+)]
 pub struct WriteFailure {
     /// Canonical knob name.
     pub knob: String,
@@ -182,6 +186,31 @@ impl TuneError {
                 | TuneError::Profile { .. }
         )
     }
+}
+
+/// The state file: `given` (`--state`, `NUMAKIT_TUNE_STATE`), else
+/// [`DEFAULT_STATE`] below the root. With `make`, the default's folders are
+/// made; below a dump they are made beneath its root following no link
+/// ([`crate::beneath::make_dirs`]), so that a dump whose `var/lib` is a link
+/// cannot have the state file written elsewhere (refused, nothing written).
+pub fn state_path(sys: &SysRoot, given: Option<&std::path::Path>, make: bool) -> Result<PathBuf, TuneError> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    let path = sys.path(DEFAULT_STATE);
+    let folder = std::path::Path::new(DEFAULT_STATE).parent().unwrap_or(std::path::Path::new(""));
+    if make && !sys.is_live() {
+        let made = crate::beneath::open_root(sys.root())
+            .and_then(|root| crate::beneath::make_dirs(std::os::fd::AsFd::as_fd(&root), folder));
+        if let Err(e) = made {
+            let why = match e.raw_os_error() {
+                Some(libc::ELOOP) => format!("its folder {} is reached through a symbolic link", folder.display()),
+                _ => format!("cannot make its folder {}: {e}", folder.display()),
+            };
+            return Err(TuneError::State { path, why: format!("{why}; nothing was written (give --state FILE)") });
+        }
+    }
+    Ok(path)
 }
 
 /// Fails unless the caller may change `sys`: on the live root (`/`) the

@@ -127,19 +127,20 @@ pub fn parse(name: &str, text: &str, file: Option<PathBuf>) -> Result<Profile, T
 }
 
 fn file_or_name(name: &str, file: Option<&Path>) -> String {
-    file.map_or_else(|| name.to_string(), |f| f.display().to_string())
+    file.map_or_else(|| name.to_string(), crate::text::path)
 }
 
 /// TOML errors span lines; a message is one line.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let collapsed = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::one_line(&collapsed, 4 * crate::text::QUOTE_MAX_CHARS)
 }
 
 /// Reads the profile file `path`.
 pub fn load_file(path: &Path) -> Result<Profile, TuneError> {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| TuneError::Profile { name: path.display().to_string(), why: format!("cannot read it: {e}") })?;
+    let text = crate::files::read_named_text(path)
+        .map_err(|e| TuneError::Profile { name: crate::text::path(path), why: e.why.to_string() })?;
     parse(&name, &text, Some(path.to_path_buf()))
 }
 

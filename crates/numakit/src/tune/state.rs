@@ -11,7 +11,6 @@
 //! kernel knob.
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -31,7 +30,9 @@ pub struct State {
     pub format: String,
     /// [`VERSION`].
     pub version: u32,
-    /// The root the knobs belong to (`/`, or a `--sysroot` folder).
+    /// The root the knobs belong to (`/`, or a `--sysroot` folder), as an
+    /// absolute path with its links resolved, so that `revert` from
+    /// another folder finds it.
     pub root: String,
     /// `/proc/sys/kernel/random/boot_id` when the first original was saved.
     pub boot_id: Option<String>,
@@ -74,13 +75,13 @@ pub struct Event {
 }
 
 impl State {
-    /// An empty state for `root`.
+    /// An empty state for `root` (recorded absolute and canonical).
     pub fn new(root: &Path, boot_id: Option<String>, kernel: Option<String>) -> State {
         let now = now_utc();
         State {
             format: FORMAT.to_string(),
             version: VERSION,
-            root: root.display().to_string(),
+            root: canonical(root).display().to_string(),
             boot_id,
             kernel,
             created: now.clone(),
@@ -114,16 +115,15 @@ impl State {
     /// Whether this state was written for `root` (compared after resolving
     /// symbolic links, when both exist).
     pub fn belongs_to(&self, root: &Path) -> bool {
-        let canon = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        canon(Path::new(&self.root)) == canon(root)
+        canonical(Path::new(&self.root)) == canonical(root)
     }
 
     /// Reads the state file; `Ok(None)` when there is none.
     pub fn load(path: &Path) -> Result<Option<State>, TuneError> {
-        let text = match fs::read_to_string(path) {
+        let text = match files::read_named_text(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(state_error(path, format!("cannot read it: {e}"))),
+            Err(e) if e.is_missing() => return Ok(None),
+            Err(e) => return Err(state_error(path, e.why.to_string())),
         };
         let state: State = serde_json::from_str(&text)
             .map_err(|e| state_error(path, format!("not a numakit state file ({e}); fix or remove it")))?;
@@ -135,6 +135,21 @@ impl State {
                 path,
                 format!("version {} was written by a newer numakit (this one reads {VERSION})", state.version),
             ));
+        }
+        // numakit saves a knob's original once: a second one was put there
+        // by hand (or the file is damaged), and reverting to either could
+        // restore a value that was never the original.
+        let name = |k: &str| super::knobs::lookup(k).map_or_else(|| k.to_string(), |k| k.name);
+        for (i, o) in state.originals.iter().enumerate() {
+            if state.originals[..i].iter().any(|p| name(&p.knob) == name(&o.knob)) {
+                return Err(state_error(
+                    path,
+                    format!(
+                        "it saves knob {} twice: it has been tampered with; nothing was done (fix or remove it)",
+                        crate::text::quote(&o.knob)
+                    ),
+                ));
+            }
         }
         Ok(Some(state))
     }
@@ -152,6 +167,12 @@ impl State {
     pub fn remove(path: &Path) -> Result<(), TuneError> {
         files::remove_durable(path).map_err(|e| state_error(path, format!("cannot remove it: {e}")))
     }
+}
+
+/// `p` absolute, its links resolved where it exists (made absolute from
+/// the current folder where it does not).
+fn canonical(p: &Path) -> PathBuf {
+    fs::canonicalize(p).or_else(|_| std::path::absolute(p)).unwrap_or_else(|_| p.to_path_buf())
 }
 
 fn state_error(path: &Path, why: String) -> TuneError {
@@ -259,6 +280,21 @@ mod tests {
         s.format = "other".into();
         fs::write(&path, serde_json::to_string(&s).expect("json")).expect("write");
         assert!(State::load(&path).unwrap_err().to_string().contains("format is \"other\""));
+    }
+
+    #[test]
+    fn roots_are_recorded_absolute_and_knobs_once() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let s = State::new(Path::new("."), None, None);
+        assert_eq!(Path::new(&s.root), fs::canonicalize(".").expect("cwd"));
+        assert!(s.belongs_to(&std::env::current_dir().expect("cwd")));
+        let path = d.path().join("s.json");
+        let mut s = State::new(d.path(), None, None);
+        s.merge([orig("kernel.numa_balancing", "1")]);
+        s.originals.push(orig("autonuma", "0"));
+        s.save(&path).expect("save");
+        let e = State::load(&path).unwrap_err().to_string();
+        assert!(e.contains("saves knob \"autonuma\" twice: it has been tampered with"), "{e}");
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Service {
         };
         let new = match Settings::load(&path) {
             Ok(s) => s,
-            Err(LoadError::Read(e)) => return Response::err(format!("{}: {e}", path.display())),
+            Err(LoadError::Read(e)) => return Response::err(format!("{}: {e}", crate::text::path(&path))),
             Err(LoadError::Invalid(e)) => return Response::err(format!("{e} (the old configuration stays)")),
         };
         if new.state_dir != self.settings.state_dir || new.socket != self.settings.socket {

@@ -261,8 +261,7 @@ pub fn build_machine(topo: &Topology, node_cpus: &NodeCpus, s: &Settings) -> Res
         return Ok(m);
     }
     let path = &s.bench_latency;
-    let text =
-        std::fs::read_to_string(path).map_err(|e| ServiceError(format!("bench_latency {}: {e}", path.display())))?;
+    let text = crate::files::read_named_text(path).map_err(|e| ServiceError(format!("bench_latency {e}")))?;
     let mut r = m.ratios(s.decide.slit_at, s.decide.ratio_at);
     let found = measured_ratios(&text, &m, &mut r)
         .map_err(|e| ServiceError(format!("bench_latency {}: {e}", path.display())))?;

@@ -135,6 +135,12 @@ fn paths_as_typed_resolve_or_fail_naming_them() {
     }
     let e = CgroupDir::resolve(&sys, "/x\n\x1b[31m").unwrap_err().to_string();
     assert!(!e.contains('\n') && !e.contains('\x1b'), "{e}");
+    // A path no file system holds: refused as typed, cut like any value.
+    for long in [format!("/{}", "a".repeat(5000)), format!("/{}/b", "a".repeat(256)), "/a".repeat(2048)] {
+        let e = CgroupDir::resolve(&sys, &long).unwrap_err();
+        assert!(matches!(e, CgroupError::Invalid { .. }), "{e}");
+        assert!(e.to_string().len() < 300 && e.to_string().contains("characters)"), "{e}");
+    }
 }
 
 #[test]

@@ -43,6 +43,11 @@ impl CgroupDir {
         if path.split('/').any(|c| c == "." || c == "..") || path.contains('\0') || path.contains("//") {
             return Err(invalid("it may not hold empty, . or .. components"));
         }
+        // What no file system holds: a name above NAME_MAX, a path above
+        // PATH_MAX (the kernel would refuse it as too long).
+        if path.split('/').any(|c| c.len() > 255) || path.len() >= 4096 {
+            return Err(invalid("a cgroup's names are at most 255 bytes each, its path under 4096 bytes"));
+        }
         let candidates: Vec<String> = if path == "/sys/fs/cgroup" || path.starts_with("/sys/fs/cgroup/") {
             vec![path[1..].to_string()]
         } else {
