@@ -34,19 +34,15 @@ use crate::Failure;
 /// The file the records go to, in `--outcomes DIR`.
 const OUTCOMES: &str = "numakit-outcomes.jsonl";
 
-/// The longest job ad read (HTCondor's `_CONDOR_JOB_AD`).
-const MAX_AD_BYTES: u64 = 1 << 20;
-
 fn mode(typed: &Option<String>, what: &str) -> Result<Option<JobMode>, Failure> {
     typed.as_deref().map(|t| JobMode::parse(t).map_err(|e| Failure::usage(format!("{what}: {e}")))).transpose()
 }
 
+/// A file the batch system names (HTCondor's `_CONDOR_JOB_AD`), through
+/// the one reader of named files: a regular file, bounded; unreadable is
+/// absent.
 fn read_small(path: &str) -> Option<String> {
-    use std::io::Read as _;
-    let f = std::fs::File::open(path).ok()?;
-    let mut s = String::new();
-    f.take(MAX_AD_BYTES).read_to_string(&mut s).ok()?;
-    Some(s)
+    numakit::files::read_named_text(std::path::Path::new(path)).ok()
 }
 
 /// The job's mode and arm, and a note for the log.
