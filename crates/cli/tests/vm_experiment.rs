@@ -56,8 +56,13 @@ const WORDS: &str = "experiment=vm arms=auto:1,none:1 unit=job key=/tmp/exp.key"
 const SCRIPT: &str = r#"
 . @REPO@/crates/cli/tests/vm/lib.sh
 slurm_guest nkvm || exit 1
-echo '+cpuset +memory' > /sys/fs/cgroup/cgroup.subtree_control
-echo '+cpuset +memory' > /sys/fs/cgroup/system.slice/cgroup.subtree_control
+# The controllers Slurm's scope below system.slice gets. Slurm 22.05 never
+# sees the last one its cgroup.controllers lists (seemingly the newline left
+# on it): with '+cpuset +memory' slurmstepd logs "Controller memory is not
+# enabled!", task/cgroup fails with ConstrainRAMSpace and the node drains.
+# The kernel lists in its own order; pids comes after memory and is the one
+# not seen.
+for d in /sys/fs/cgroup /sys/fs/cgroup/system.slice; do echo '+cpuset +cpu +memory +pids' > $d/cgroup.subtree_control; done
 # now, mark WHAT: the guest's clock; a progress line on stdout and in the
 # kernel log (the console tail a timed-out run shows). exp.sh, run by
 # nk-slurm in a shell of its own, defines them again.
@@ -65,6 +70,8 @@ now() { cut -d' ' -f1 /proc/uptime; }
 mark() { echo "$1 $(now)"; echo "vm_experiment: $1 $(now)" > /dev/kmsg; }
 head -c 32 /dev/urandom > /tmp/exp.key && chmod 600 /tmp/exp.key
 echo "key $(od -An -v -tx1 /tmp/exp.key | tr -d ' \n')"
+# The guest's packages as its kernel counts them (QEMU gives each CPU one).
+echo "packages $(cat /sys/devices/system/cpu/cpu*/topology/physical_package_id | sort -u | wc -l)"
 printf '#!/bin/sh\nsleep 1\n' > /tmp/job.sh
 cat > /tmp/exp.sh <<'NKEND'
 now() { cut -d' ' -f1 /proc/uptime; }
@@ -73,9 +80,26 @@ mark slurm_up
 sbatch --array=0-@LAST@ -o /dev/null -J exp /tmp/job.sh
 sbatch --numa=interleave -J own -o /dev/null --wrap 'sleep 1'
 end=$(($(date +%s) + 300))
-while [ $(date +%s) -lt $end ]; do [ $(cat /tmp/reports/numakit-outcomes.jsonl 2>/dev/null | wc -l) -ge @ALL@ ] && break; sleep 0.2; done
+while [ $(date +%s) -lt $end ]; do
+  [ $(cat /tmp/reports/numakit-outcomes.jsonl 2>/dev/null | wc -l) -ge @ALL@ ] && break
+  # A step Slurm could not start drains the node: nothing more will run.
+  sinfo -h -n $NK_SLURM_NODE -o %T | grep -q drain && break
+  sleep 0.2
+done
 mark jobs_done
 sleep 2
+# What Slurm did, when a step has no record: the queue, the jobs, the logs.
+if [ $(cat /tmp/reports/numakit-outcomes.jsonl 2>/dev/null | wc -l) -lt @ALL@ ]; then
+  { echo "ls $(ls -la /tmp/reports 2>&1)"; squeue -a 2>&1; scontrol show job 2>&1 | head -60
+    sacct -a -X -S 2020-01-01 -o JobID,JobName,State,ExitCode,Elapsed,NodeList,Reason 2>&1 | head -50
+    grep -iE 'cgroup|controller|scope|error' $NK_SLURM_DIR/log/slurmd.log | head -n 80; tail -n 40 $NK_SLURM_DIR/log/slurmctld.log
+    tail -n 20 $NK_SLURM_DIR/log/slurmd.out
+    for d in /sys/fs/cgroup $(find /sys/fs/cgroup/system.slice -maxdepth 2 -type d); do
+      echo "cgroup $d: $(cat $d/cgroup.controllers) / $(cat $d/cgroup.subtree_control) / $(wc -l < $d/cgroup.procs)"
+    done
+  } > /tmp/diag 2>&1
+  sed 's/^/diag /' /tmp/diag
+fi
 sed 's/^/outcome /' /tmp/reports/numakit-outcomes.jsonl
 grep -h 'numakit: .*experiment vm' $NK_SLURM_DIR/log/slurmd.log | sed 's/.*numakit: /log /'
 end=$(($(date +%s) + 90))
@@ -83,6 +107,8 @@ while [ $(date +%s) -lt $end ]; do
   [ $(sacct -a -n -X -P -o State -S 2020-01-01 2>/dev/null | grep -c '^COMPLETED') -ge @ALL@ ] && break; sleep 0.5
 done
 mark acct_done
+# Slurm's own rows, the jobs' and their steps', beside the report's join.
+sacct -a -n -P -o JobIDRaw,ElapsedRaw,TotalCPU,State -S 2020-01-01 | sed 's/^/sacct /'
 @NK@ report --json --sacct /tmp/reports > /tmp/report.json 2> /tmp/report.err
 echo "report_rc $?"
 sed 's/^/report /' /tmp/report.json
@@ -143,8 +169,10 @@ fn cpus(list: &str) -> BTreeSet<u32> {
 }
 
 #[test]
-#[ignore = "not yet passing: in the last run (slurmdbd up, Slurm ready in 8.6 s) no step wrote a record \
-            in 300 s; run with --ignored while it is investigated"]
+#[ignore = "not yet passing: all 41 steps write their record, but under host load few records' wall \
+            time is within max(2 s, 5%) of sacct's ElapsedRaw (0, 3 and 0 of 41 in three runs; e.g. 6.8 s \
+            against 11 s, where sacct's own batch step row says 11 s too): the plugin times the step from \
+            init_post_opt to exit, Slurm from slurmstepd's start to its end; run with --ignored until decided"]
 fn an_experiment_over_a_job_array() {
     if std::env::var_os("NUMAKIT_PRINT_SCRIPT").is_some() {
         println!("{}", script(&beside("libnumakit_spank.so")));
@@ -165,6 +193,7 @@ fn an_experiment_over_a_job_array() {
     assert_eq!(field(o, "exp_rc").split_whitespace().next(), Some("0"), "{}", ctx());
 
     let key = hex(field(o, "key"));
+    let packages: u32 = field(o, "packages").parse().unwrap_or_else(|e| panic!("packages: {e}: {}", ctx()));
     assert_eq!(key.len(), 32, "{}", ctx());
     let design = Design::from_words(&WORDS.split_whitespace().collect::<Vec<_>>()).expect("words").expect("design");
     let records: Vec<StepOutcome> = o
@@ -217,7 +246,9 @@ fn an_experiment_over_a_job_array() {
         assert_eq!((r.exit_status, r.exit_signal), (Some(0), None), "{}", c());
         assert_eq!(r.array_job.is_some(), r.array_task.is_some(), "{}", c());
         assert!(r.numa.is_some(), "the step cgroup's NUMA report: {}", c());
-        assert!(r.hardware.key.starts_with("4p-4n-") && r.hardware.nodes == 4 && r.hardware.cpus == 8, "{}", c());
+        let hw = &r.hardware;
+        let key_head = format!("{packages}p-4n-");
+        assert!(hw.key.starts_with(&key_head) && (hw.packages, hw.nodes, hw.cpus) == (packages, 4, 8), "{}", c());
     }
     assert_eq!(arms.len(), 2, "both arms among {JOBS} jobs: {arms:?}");
     check_report(o, &arms);
@@ -251,9 +282,18 @@ fn check_report(o: &str, arms: &BTreeMap<String, usize>) {
     }
     let sacct = &r["sacct"];
     assert_eq!(sacct["states"], serde_json::json!([["COMPLETED", all]]), "{}", c());
+    // Slurm's rows, jobs' and steps', and the records' times, to see where they part.
+    let rows: Vec<&str> = o.lines().filter(|l| l.starts_with("sacct ")).collect();
+    let times: Vec<String> = o
+        .lines()
+        .filter_map(|l| l.strip_prefix("outcome "))
+        .filter_map(|l| serde_json::from_str::<StepOutcome>(l).ok())
+        .map(|r| format!("{}.{} wall {:.2} s", r.job, r.step, r.wall_s))
+        .collect();
     for t in ["wall", "cpu"] {
         let a = &sacct[t];
-        assert_eq!((a["compared"].as_u64(), a["agree"].as_u64()), (Some(all), Some(all)), "{t}: {}", c());
+        let got = (a["compared"].as_u64(), a["agree"].as_u64());
+        assert_eq!(got, (Some(all), Some(all)), "{t}: {}\n{rows:#?}\n{times:?}", c());
     }
     let exps = r["experiments"].as_array().unwrap_or_else(|| panic!("{}", c()));
     assert_eq!(exps.len(), 1, "{}", c());
