@@ -41,7 +41,7 @@ for d in "$dumps"/*/; do
     for which in old new; do
       bin=${!which}
       # shellcheck disable=SC2086
-      set +e; env -u COLUMNS NUMAKIT_SYSROOT= "$bin" --sysroot "$root" $v >"$work/$which.out" 2>"$work/$which.err"
+      set +e; env -u COLUMNS -u NUMAKIT_SYSROOT "$bin" --sysroot "$root" $v >"$work/$which.out" 2>"$work/$which.err"
       echo "exit $?" >>"$work/$which.err"; set -e
       sed -i "s#$bin#BIN#g" "$work/$which.err"
     done

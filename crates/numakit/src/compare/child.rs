@@ -218,8 +218,6 @@ pub(crate) mod tests {
         let pid = child.id() as i32;
         // SAFETY: getpgid has no memory arguments.
         assert_eq!(unsafe { libc::getpgid(pid) }, pid, "a group of its own");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-        assert!(status.contains("SigBlk:\t0000000000000000"), "no signal held in the child: {status}");
         std::thread::sleep(std::time::Duration::from_millis(50));
         let t = std::time::Instant::now();
         end_running(libc::SIGTERM);
@@ -236,5 +234,31 @@ pub(crate) mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(gone(), "the group outlived the signal");
+    }
+
+    #[test]
+    fn the_child_starts_with_no_signal_held() {
+        // `sleep` itself, not a shell: a shell blocks signals for a moment
+        // around each fork and wait, so its mask is not the one it was
+        // given. The mask is read once the program runs (its name is
+        // `sleep`), before that it is still the spawning side's.
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = Command::new("sleep");
+        c.arg("30");
+        let child = spawn(&mut c, None).expect("spawn");
+        let pid = child.id();
+        let t = std::time::Instant::now();
+        let status = loop {
+            let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+            if s.starts_with("Name:\tsleep\n") || t.elapsed() > std::time::Duration::from_secs(5) {
+                break s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        end_running(libc::SIGKILL);
+        let _ = wait(child, 0);
+        done();
+        assert!(status.starts_with("Name:\tsleep\n"), "sleep never ran: {status}");
+        assert!(status.contains("SigBlk:\t0000000000000000"), "no signal held in the child: {status}");
     }
 }
