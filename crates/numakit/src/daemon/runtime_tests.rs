@@ -432,18 +432,16 @@ fn disable_mode_turns_autonuma_off_and_restores_it_also_after_a_crash() {
     assert!(svc.status().deferred.unwrap().contains("numa_balancing = 1"));
 }
 
-#[test]
-fn place_cpus_beside_autonuma_binds_and_leaves_every_page_to_the_kernel() {
-    // reco's memory is on node 0, whose CPUs are busy with owner-pinned
-    // work, so the best place is elsewhere and the decision asks for a bind
-    // and a migration. Beside a balancing kernel the bind is applied and the
-    // migration is not. reco's pid is above any pid_max (2^22): the bind
-    // reaches the kernel and finds no such process, so nothing live is
-    // touched and the outcome is `gone`.
-    const PID: i32 = 2_000_000_000;
-    let f = Fake::new();
-    put(f.root(), super::service::NUMA_BALANCING, "1\n");
-    let hog = |pid: i32, cpu: u32, ticks: u64| P {
+/// reco's pid in the tests around the AutoNUMA guard and the experiment
+/// gate: above any pid_max (2^22), so a bind reaches the kernel and finds
+/// no such process (nothing live is touched, the outcome is `gone`).
+const PID: i32 = 2_000_000_000;
+
+/// reco (pid [`PID`], memory on node 0) with node 0's and node 1's CPUs
+/// busy with owner-pinned hogs whose memory is on node 1: the best place
+/// for reco is elsewhere, so a decision binds it and moves its pages.
+fn reco_beside_pinned_hogs(f: &Fake, ticks: u64) {
+    let hog = |pid: i32, cpu: u32| P {
         pid,
         comm: "hog",
         ticks,
@@ -453,11 +451,22 @@ fn place_cpus_beside_autonuma_binds_and_leaves_every_page_to_the_kernel() {
         pages: &[(1, GIB_PAGES)],
         policy: "default",
     };
-    let all = |ticks: u64| {
-        f.proc(&P { pid: PID, ..reco(ticks, 3) });
-        f.proc(&hog(500, 0, ticks));
-        f.proc(&hog(501, 4, ticks));
-    };
+    f.proc(&P { pid: PID, ..reco(ticks, 3) });
+    f.proc(&hog(500, 0));
+    f.proc(&hog(501, 4));
+}
+
+#[test]
+fn place_cpus_beside_autonuma_binds_and_leaves_every_page_to_the_kernel() {
+    // reco's memory is on node 0, whose CPUs are busy with owner-pinned
+    // work, so the best place is elsewhere and the decision asks for a bind
+    // and a migration. Beside a balancing kernel the bind is applied and the
+    // migration is not. reco's pid is above any pid_max (2^22): the bind
+    // reaches the kernel and finds no such process, so nothing live is
+    // touched and the outcome is `gone`.
+    let f = Fake::new();
+    put(f.root(), super::service::NUMA_BALANCING, "1\n");
+    let all = |ticks: u64| reco_beside_pinned_hogs(&f, ticks);
     all(0);
     let s = settings(&f);
     assert_eq!(s.autonuma, super::settings::AutonumaMode::PlaceCpus, "the packaged default");
@@ -496,24 +505,9 @@ fn an_experiments_off_period_decides_and_logs_only() {
     // As above, without kernel balancing: reco would be bound and its
     // pages moved. In the gate's "off" period nothing is applied and the
     // status says why; once the gate opens, the same decision is applied.
-    const PID: i32 = 2_000_000_000;
     let f = Fake::new();
     put(f.root(), super::service::NUMA_BALANCING, "0\n");
-    let hog = |pid: i32, cpu: u32, ticks: u64| P {
-        pid,
-        comm: "hog",
-        ticks,
-        cpu,
-        rss_pages: GIB_PAGES,
-        allowed: if cpu == 0 { "0" } else { "4" },
-        pages: &[(1, GIB_PAGES)],
-        policy: "default",
-    };
-    let all = |ticks: u64| {
-        f.proc(&P { pid: PID, ..reco(ticks, 3) });
-        f.proc(&hog(500, 0, ticks));
-        f.proc(&hog(501, 4, ticks));
-    };
+    let all = |ticks: u64| reco_beside_pinned_hogs(&f, ticks);
     all(0);
     let s = settings(&f);
     let mut svc = Service::start(f.sys(), s.clone(), None, false).unwrap();

@@ -124,15 +124,7 @@ pub fn render(topo: &Topology) -> String {
     if !unnamed.is_empty() {
         let line = format!("{} other PCI device{} with no NUMA node", unnamed.len(), plural(unnamed.len()));
         let tip = device_list_tip(&unnamed);
-        let _ = write!(
-            body,
-            "<text class=\"g\" x=\"{MARGIN}\" y=\"{}\"><title>{}</title>{}</text>",
-            y + 11,
-            esc(&tip),
-            esc(&line)
-        );
-        width = width.max(text_w(&line, SMALL_SIZE));
-        y += LINE_H;
+        note_line(&mut body, &mut width, &mut y, &tip, &line);
     }
     let in_nodes = topo.nodes.iter().fold(CpuSet::new(), |acc, n| acc.union(&n.cpus));
     let orphans = topo.possible_cpus.difference(&in_nodes);
@@ -147,15 +139,7 @@ pub fn render(topo: &Topology) -> String {
         };
         let tip = cpu_tip(&orphans);
         let line = truncate(&line, 160);
-        let _ = write!(
-            body,
-            "<text class=\"g\" x=\"{MARGIN}\" y=\"{}\"><title>{}</title>{}</text>",
-            y + 11,
-            esc(&tip),
-            esc(&line)
-        );
-        width = width.max(text_w(&line, SMALL_SIZE));
-        y += LINE_H;
+        note_line(&mut body, &mut width, &mut y, &tip, &line);
     }
 
     let w = width + 2 * MARGIN;
@@ -173,6 +157,20 @@ pub fn render(topo: &Topology) -> String {
     out.push_str(&body);
     out.push_str("\n</svg>\n");
     out
+}
+
+/// One grey note line below the drawing (`tip` as its hover text), the
+/// picture widened to hold it and `y` moved past it.
+fn note_line(body: &mut String, width: &mut u32, y: &mut u32, tip: &str, line: &str) {
+    let _ = write!(
+        body,
+        "<text class=\"g\" x=\"{MARGIN}\" y=\"{}\"><title>{}</title>{}</text>",
+        *y + 11,
+        esc(tip),
+        esc(line)
+    );
+    *width = (*width).max(text_w(line, SMALL_SIZE));
+    *y += LINE_H;
 }
 
 fn title_line(topo: &Topology) -> String {
