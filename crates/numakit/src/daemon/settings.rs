@@ -272,13 +272,22 @@ impl Settings {
         if d.slit_at <= 10 {
             return bad("decide.slit_at", &d.slit_at, "must be above the local distance 10");
         }
+        #[cfg(feature = "experiment")]
         self.experiment_design()?;
+        #[cfg(not(feature = "experiment"))]
+        if !self.experiment.trim().is_empty() {
+            return Err(SettingsError(format!(
+                "experiment = {:?}: this build of numakit has no experiments (library feature `experiment`)",
+                self.experiment
+            )));
+        }
         Ok(())
     }
 
     /// The daemon's experiment ([`Settings::experiment`]), checked: daemon
     /// arms, a host unit and the cluster's name (the daemon has no batch
     /// system to name it).
+    #[cfg(feature = "experiment")]
     pub fn experiment_design(&self) -> Result<Option<crate::experiment::Design>, SettingsError> {
         let words: Vec<&str> = self.experiment.split_whitespace().collect();
         let bad = |why: String| SettingsError(format!("experiment = {:?}: {why}", self.experiment));
@@ -387,6 +396,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "experiment")]
     fn the_daemons_experiment() {
         let ok =
             "experiment = \"experiment=dm arms=daemon-on,daemon-off unit=host-period period=6h key=/k cluster=farm\"";
