@@ -22,14 +22,19 @@
 # left out), with the same statistics.
 #
 #   bench/latency.sh [BIN]       BIN: the numakit binary (default: a release build here)
-#   PAIRS=12 SIZES="16 64 256 1024" RT=1 bench/latency.sh
+#   PAIRS=12 SIZES="16 64 256 1024" bench/latency.sh     # a quiet machine
+#   RT=1 bench/latency.sh                                # a busy one
 #
-# RT=1 runs both tools under `chrt -f 1` (SCHED_FIFO, root only): on a
-# shared machine other processes then cannot take the chasing CPU in the
-# middle of a timed chase (the kernel still keeps 5% of each second for
-# them, sched_rt_runtime_us). Without it, a load above the CPU count
-# inflates both tools' figures several times over, and unevenly: numakit
-# reports the median of short repetitions, the chase one long run.
+# Run it on a quiet machine without RT. RT=1 runs both tools under
+# `chrt -f 1` (SCHED_FIFO, root only): on a busy machine other processes
+# then cannot take the chasing CPU in the middle of a timed chase. But the
+# kernel throttles real-time tasks to sched_rt_runtime_us of each second
+# (950 ms by default), idle CPU or not: the chase's single run of several
+# seconds then loses about 5% of its wall time (its CPU-time figure does
+# not), while numakit's median of 100 ms repetitions mostly misses the
+# pauses, so the wall-clock ratio comes out about 5% low. Without RT, a
+# load above the CPU count inflates both tools' figures several times
+# over, and unevenly, for the same reason.
 #
 # Sizes (MiB) that do not fit in what node 0 has free (MemFree and
 # Inactive(file), as numakit bench counts it, with 25% to spare: each
