@@ -138,12 +138,28 @@ pub struct CellTally {
 pub type ClusterKey = (u32, u32, u64);
 
 /// Agreement of the records with sacct, job by job.
+///
+/// For wall time the two spans differ by design: the records' runs from
+/// the plugin's set-up of the step to its end, sacct's ElapsedRaw (whole
+/// seconds) from Slurm's start of the job to its end, so it also holds
+/// Slurm's launch of the job and its wind-down. Records shorter than sacct
+/// by more than the tolerance are that time (long on a slow or busy
+/// slurmd); records longer are a wrong join or a clock that jumped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Agreement {
     /// Jobs compared.
     pub compared: u64,
     /// Within max(2 s, 5%) of sacct.
     pub agree: u64,
+    /// Records below sacct by more than that.
+    pub shorter: u64,
+    /// Records above sacct by more than that.
+    pub longer: u64,
+    /// sacct's seconds less the records', over the jobs compared: mean,
+    /// lowest, highest (0 when none was compared).
+    pub gap_mean_s: f64,
+    pub gap_min_s: f64,
+    pub gap_max_s: f64,
     /// The largest differences: (job, records' seconds, sacct's seconds).
     pub worst: Vec<(String, f64, f64)>,
 }
@@ -154,10 +170,21 @@ impl Agreement {
             return;
         }
         self.compared += 1;
-        let diff = (ours - theirs).abs();
-        if diff <= (0.05 * theirs.abs()).max(2.0) {
+        let gap = theirs - ours;
+        self.gap_mean_s += (gap - self.gap_mean_s) / self.compared as f64;
+        if self.compared == 1 {
+            (self.gap_min_s, self.gap_max_s) = (gap, gap);
+        } else {
+            (self.gap_min_s, self.gap_max_s) = (self.gap_min_s.min(gap), self.gap_max_s.max(gap));
+        }
+        if gap.abs() <= (0.05 * theirs.abs()).max(2.0) {
             self.agree += 1;
             return;
+        }
+        if gap > 0.0 {
+            self.shorter += 1;
+        } else {
+            self.longer += 1;
         }
         let id = if job.job >> 63 == 0 { job.job.to_string() } else { format!("(hashed {:x})", job.job) };
         self.worst.push((format!("{cluster}/{id}"), ours, theirs));

@@ -129,10 +129,11 @@ fn gzip_stdin_like_streams_and_a_sacct_file_join_job_by_job() {
         f.write_all(&e.finish().expect("gz")).expect("write");
     }
     drop(f);
-    // sacct: a header, jobs 100..139 (101 timed out, 102 off by 10 s), their steps, one job of no record
+    // sacct: a header, jobs 100..139 (101 timed out, 102's span 10 s longer than its records',
+    // 103's 6 s shorter), their steps, one job of no record
     let mut s = String::from("JobIDRaw|Cluster|ElapsedRaw|TotalCPU|State|ExitCode\n");
     for j in 100..140 {
-        let elapsed = 100 + (j - 100) + if j == 102 { 10 } else { 0 };
+        let elapsed = 100 + (j - 100) + [(102, 10), (103, -6)].iter().find(|x| x.0 == j).map_or(0, |x| x.1);
         let state = if j == 101 { "TIMEOUT" } else { "COMPLETED" };
         s.push_str(&format!(
             "{j}|farm|{elapsed}|00:50.000|{state}|0:0\n{j}.batch|farm|{elapsed}|00:50.000|COMPLETED|0:0\n"
@@ -148,8 +149,10 @@ fn gzip_stdin_like_streams_and_a_sacct_file_join_job_by_job() {
     assert_eq!((c.sacct_matched, c.sacct_missing, c.sacct_only, c.failed), (40, 0, 1, 1), "{c:?}");
     let sj = r.sacct.as_ref().expect("sacct");
     assert_eq!(sj.rows, [41, 40, 0]);
-    assert_eq!((sj.wall.compared, sj.wall.agree), (40, 39), "{:?}", sj.wall);
-    assert_eq!(sj.wall.worst[0].0, "farm/102");
+    let w = &sj.wall;
+    assert_eq!((w.compared, w.agree, w.shorter, w.longer), (40, 38, 1, 1), "{w:?}");
+    assert!((w.gap_mean_s - 0.1).abs() < 1e-9 && (w.gap_min_s, w.gap_max_s) == (-6.0, 10.0), "{w:?}");
+    assert_eq!((w.worst[0].0.as_str(), w.worst[1].0.as_str()), ("farm/102", "farm/103"), "{w:?}");
     assert_eq!((sj.cpu.compared, sj.cpu.agree), (40, 40));
     assert!(sj.states.contains(&("TIMEOUT".to_string(), 1)), "{:?}", sj.states);
     // outcomes from sacct: job 102's wall is sacct's 112 s

@@ -293,7 +293,17 @@ pub fn render(r: &Report) -> String {
             count(c.sacct_only)
         );
         for (what, a) in [("wall vs ElapsedRaw", &s.wall), ("CPU vs TotalCPU", &s.cpu)] {
-            let _ = writeln!(out, "  {what}: {} of {} within max(2 s, 5%)", count(a.agree), count(a.compared));
+            let _ = writeln!(
+                out,
+                "  {what}: {} of {} within max(2 s, 5%), {} shorter in the records, {} longer; sacct less records: mean {:.1} s ({:.1} to {:.1} s)",
+                count(a.agree),
+                count(a.compared),
+                count(a.shorter),
+                count(a.longer),
+                a.gap_mean_s,
+                a.gap_min_s,
+                a.gap_max_s
+            );
             for (job, ours, theirs) in &a.worst {
                 let _ = writeln!(out, "    {job}: records {ours:.1} s, sacct {theirs:.1} s");
             }
