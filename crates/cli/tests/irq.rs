@@ -116,8 +116,9 @@ fn show_on_the_dump_as_it_is() {
         assert!(i["counts"].is_null());
     }
     let o = numakit(&root, &["irq", "show"]);
-    let (out, _) = text(&o);
-    assert!(out.contains("note: no /proc/interrupts in this root"), "{out}");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{:?}: {err}", o.status);
+    assert!(out.contains("note: no /proc/interrupts in this root"), "{:?}: stdout {out:?}, stderr {err:?}", o.status);
     assert!(out.contains("device IRQs, none judged (no device node or no affinity known)"), "{out}");
     assert!(out.lines().any(|l| l.trim_start().starts_with("52  0000:60:00.0 (enp96s0f0)")), "{out}");
     // nothing irq-local could write: it says so and writes nothing
