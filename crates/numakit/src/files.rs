@@ -119,12 +119,31 @@ pub fn read_bounded(path: &Path, max: u64, follow: bool) -> Result<Vec<u8>, Name
     if meta.len() > max {
         return Err(err(Unreadable::TooLarge(max)));
     }
+    blocking(&file).map_err(|e| err(Unreadable::Io(e)))?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
     file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| err(Unreadable::Io(e)))?;
     if bytes.len() as u64 > max {
         return Err(err(Unreadable::TooLarge(max)));
     }
     Ok(bytes)
+}
+
+/// Takes `O_NONBLOCK` off `file`, which was opened with it only so that
+/// opening a FIFO would not wait. Left on, a read of a regular file may
+/// fail with `EAGAIN` (seen on Linux 6.18 with ext4, reading a file just
+/// written while the disk was busy) where it should wait for the disk.
+pub fn blocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL and F_SETFL on a descriptor `file` owns; no memory
+    // is passed.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// A file type in words, for "not a regular file (…)".
@@ -335,6 +354,28 @@ fn process_exists(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nonblocking(f: &File) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_GETFL on a descriptor `f` owns.
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) & libc::O_NONBLOCK != 0 }
+    }
+
+    #[test]
+    fn files_opened_without_waiting_are_read_waiting() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sys/x")).unwrap();
+        std::fs::write(d.path().join("sys/x/f"), "1\n").unwrap();
+        let f = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(d.path().join("sys/x/f")).unwrap();
+        assert!(nonblocking(&f));
+        blocking(&f).unwrap();
+        assert!(!nonblocking(&f));
+        // The one reader below a root hands out files whose reads wait.
+        let sys = crate::sys::SysRoot::at(d.path());
+        let f = sys.open("sys/x/f").unwrap().expect("there");
+        assert!(!nonblocking(&f));
+        assert_eq!(sys.read("sys/x/f").unwrap().as_deref(), Some("1"));
+    }
 
     #[test]
     fn replaces_creates_and_leaves_no_temp() {

@@ -61,7 +61,7 @@ pub fn write_value(sys: &SysRoot, rel: impl AsRef<Path>, value: &str) -> Result<
     let refused = |why: &str| ActError::Invalid { call: "write", why: format!("{shown}: {why}; nothing written") };
     let root = beneath::open_root(sys.root()).map_err(|e| io_error("open", &e))?;
     // O_NONBLOCK: a FIFO without a reader is refused (ENXIO) instead of
-    // waited on; regular files ignore the flag.
+    // waited on; taken off again once the file is known to be regular.
     let flags = libc::O_WRONLY | libc::O_TRUNC | libc::O_NONBLOCK;
     let fd = beneath::open(root.as_fd(), rel, flags, Links::Refused).map_err(|e| match e.raw_os_error() {
         Some(libc::ELOOP) => refused("a symbolic link is on its path (a write below a root follows none)"),
@@ -73,6 +73,7 @@ pub fn write_value(sys: &SysRoot, rel: impl AsRef<Path>, value: &str) -> Result<
     if !kind.is_file() {
         return Err(refused(&format!("not a regular file ({})", crate::files::kind_of(&kind))));
     }
+    crate::files::blocking(&file).map_err(|e| io_error("open", &e))?;
     let n = file.write(value.as_bytes()).map_err(|e| io_error("write", &e))?;
     if n != value.len() {
         return Err(ActError::Invalid {

@@ -33,6 +33,7 @@ pub fn read_key(path: &Path, private: bool) -> Result<Vec<u8>, String> {
     if !m.file_type().is_file() {
         return Err(format!("key {name}: not a regular file"));
     }
+    crate::files::blocking(&f).map_err(|e| format!("key {name}: {e}"))?;
     if !(MIN_KEY_BYTES..=MAX_KEY_BYTES).contains(&m.len()) {
         return Err(format!("key {name}: {} bytes: give {MIN_KEY_BYTES} to {MAX_KEY_BYTES}", m.len()));
     }

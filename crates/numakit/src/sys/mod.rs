@@ -185,7 +185,8 @@ impl SysRoot {
     /// Opens the regular file `rel` for reading; `Ok(None)` if it (or a
     /// folder on its path) does not exist. Anything but a regular file is
     /// [`SysError::Invalid`]; opening never waits (a FIFO is opened with
-    /// `O_NONBLOCK`, then refused by its type).
+    /// `O_NONBLOCK`, then refused by its type); reading a regular file
+    /// does (the flag is taken off again).
     pub fn open(&self, rel: impl AsRef<Path>) -> Result<Option<fs::File>, SysError> {
         Ok(self.open_sized(rel.as_ref())?.map(|(f, _)| f))
     }
@@ -204,6 +205,7 @@ impl SysRoot {
             let kind = crate::files::kind_of(&meta.file_type());
             return Err(self.invalid(rel, format!("not a regular file ({kind})")));
         }
+        crate::files::blocking(&file).map_err(io)?;
         Ok(Some((file, meta.len())))
     }
 
