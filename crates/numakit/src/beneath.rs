@@ -107,9 +107,15 @@ fn openat2(root: BorrowedFd<'_>, rel: &Path, flags: libc::c_int, links: Links) -
         Links::Refused => libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS,
     };
     let how = OpenHow { flags: (flags | libc::O_CLOEXEC) as u64, mode: 0, resolve };
-    // The kernel answers EAGAIN when a rename raced with a `..` lookup
-    // under these flags: try again a few times.
-    for _ in 0..8 {
+    // The kernel answers EAGAIN when any rename or mount on the system
+    // raced with a `..` lookup under these flags (a dump's sysfs links
+    // are full of `..`); on a busy machine eight quick tries can all
+    // lose. Try again, then with short growing pauses: at most 64 tries
+    // and about 0.2 s in all.
+    for attempt in 0..64u32 {
+        if attempt >= 8 {
+            std::thread::sleep(std::time::Duration::from_micros(50 << (attempt - 8).min(6)));
+        }
         // SAFETY: openat2 with a valid folder descriptor, a NUL-terminated
         // path and an `open_how` of the size passed; it returns a new
         // descriptor or -1.
