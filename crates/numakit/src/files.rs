@@ -129,9 +129,8 @@ pub fn read_bounded(path: &Path, max: u64, follow: bool) -> Result<Vec<u8>, Name
 }
 
 /// Takes `O_NONBLOCK` off `file`, which was opened with it only so that
-/// opening a FIFO would not wait. Left on, a read of a regular file may
-/// fail with `EAGAIN` (seen on Linux 6.18 with ext4, reading a file just
-/// written while the disk was busy) where it should wait for the disk.
+/// opening a FIFO would not wait: once the file is known to be regular,
+/// its reads and writes get the kernel's ordinary semantics.
 pub fn blocking(file: &File) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
