@@ -30,8 +30,10 @@ use crate::sys::{stat as cpustat, SysError, SysRoot};
 use crate::topo::Topology;
 
 mod small;
+mod stamp;
 mod threads;
 
+use stamp::Stamp;
 use threads::{read_thread, read_threads, ThreadSeen};
 
 /// What the collector needs of the machine: each node's CPUs the daemon
@@ -116,6 +118,8 @@ struct Ctx {
     age_s: f64,
     window: Option<f64>,
     mono_s: f64,
+    /// The time of this process's reads (see [`Stamp`]).
+    at: f64,
     settling: bool,
     /// `pgmigrate_success` now.
     migrated: Option<u64>,
@@ -126,6 +130,8 @@ struct Seen {
     /// CPU time so far, seconds.
     cpu_s: f64,
     start_ticks: u64,
+    /// When it was read (the scan's monotonic clock).
+    at: f64,
 }
 
 /// Keeps what is needed between scans to turn CPU times into rates.
@@ -144,6 +150,8 @@ pub struct Collector {
     maps: HashMap<i32, MapsEntry>,
     /// Processes below the memory threshold: their pinned load.
     small: small::SmallLoad,
+    /// Seconds between two readings on a dump (tests of a slow scan).
+    read_step_s: f64,
 }
 
 /// Which cgroups numakit changed, so their original scope is reported
@@ -173,7 +181,15 @@ impl Collector {
             prev_threads: HashMap::new(),
             last_idle: CpuSet::new(),
             maps: HashMap::new(),
+            read_step_s: 0.0,
         }
+    }
+
+    /// On a dump, each reading `step` seconds after the one before: a scan
+    /// as slow as a starved machine's (tests).
+    #[cfg(test)]
+    pub(crate) fn slow_reads(&mut self, step: f64) {
+        self.read_step_s = step;
     }
 
     /// `/proc/PID/statm` files kept open now.
@@ -258,7 +274,8 @@ impl Collector {
         let mut counted = Vec::new();
         let mut vanished = Vec::new();
         self.small.begin();
-        let small_rules = small::Rules { mono_s, window, busy: cfg.busy_thread_cpu, every: cfg.idle_small_read_every };
+        let small_rules = small::Rules { window, busy: cfg.busy_thread_cpu, every: cfg.idle_small_read_every };
+        let stamp = Stamp::new(mono_s, sys.is_live(), self.read_step_s);
         for &pid in &pids {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
@@ -287,7 +304,7 @@ impl Collector {
                 };
                 counts.processes += 1;
                 if resident < cfg.min_rss_bytes {
-                    if let Err(e) = self.small.observe(sys, node_cpus, pid, &small_rules) {
+                    if let Err(e) = self.small.observe(sys, node_cpus, pid, &small_rules, &stamp) {
                         counts.skipped(e)?;
                     }
                     continue;
@@ -308,13 +325,14 @@ impl Collector {
                     continue;
                 }
             };
+            let at = stamp.now();
             let cpu_s = st.cpu_ticks as f64 / clk;
             counts.processes += usize::from(!by_statm);
             // Another start time than last scan: the pid was reused.
             let prev = self.prev_procs.get(&pid).filter(|p| p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s);
-            let rate = prev.zip(window).map(|(p, w)| (cpu_s - p.cpu_s) / w);
+            let rate = prev.filter(|_| window.is_some()).map(|p| (cpu_s - p.cpu_s) / Stamp::span(p.at, at));
             let cpu_use = rate.unwrap_or(0.0);
-            seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks });
+            seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks, at });
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
             }
@@ -330,14 +348,25 @@ impl Collector {
                 // this large): its threads are read now, so that if it is
                 // busy the next scan measures where they ran.
                 if rate.is_none() && rss >= cfg.min_rss_bytes {
-                    if let Err(e) = read_threads(sys, node_cpus, pid, &mut threads_seen) {
+                    if let Err(e) = read_threads(sys, node_cpus, pid, &stamp, &mut threads_seen) {
                         counts.skipped(e)?;
                     }
                 }
                 continue;
             }
-            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated };
-            match self.details(sys, node_cpus, include, managed, &st, &ctx, cfg, &mut threads_seen, counters.as_mut()) {
+            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, at, settling, migrated };
+            match self.details(
+                sys,
+                node_cpus,
+                include,
+                managed,
+                &st,
+                &ctx,
+                &stamp,
+                cfg,
+                &mut threads_seen,
+                counters.as_mut(),
+            ) {
                 Ok(Some((p, entry, fresh))) => {
                     counted.push(pid);
                     counts.detailed += 1;
@@ -393,11 +422,12 @@ impl Collector {
         managed: &ManagedCgroups,
         st: &ProcStat,
         ctx: &Ctx,
+        stamp: &Stamp,
         cfg: &Config,
         threads_seen: &mut HashMap<i32, ThreadSeen>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
-        let Ctx { cpu_use, rss, age_s, window, mono_s, settling, migrated } = *ctx;
+        let Ctx { cpu_use, rss, age_s, window, mono_s, at, settling, migrated } = *ctx;
         let pid = st.pid;
         let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
         let cgroup = procs::cgroup::read_path(sys, pid)?.unwrap_or_default();
@@ -423,14 +453,15 @@ impl Collector {
         let mut measured = 0.0;
         let mut cpu_wait = 0.0;
         let tids = procs::thread_ids(sys, pid)?;
-        let instr_rate = counters.and_then(|c| c.rate(pid, &tids, mono_s));
+        let instr_rate = counters.and_then(|c| c.rate(pid, &tids, at));
         for &tid in &tids {
-            let Some(t) = read_thread(sys, node_cpus, pid, tid)? else { continue };
+            let Some(t) = read_thread(sys, node_cpus, pid, tid, stamp)? else { continue };
             threads_seen.insert(tid, t);
-            let ThreadSeen { cpu_ticks, node, wait_ns } = t;
+            let ThreadSeen { cpu_ticks, node, wait_ns, at: t_at } = t;
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
-            if let (Some(prev), Some(w)) = (self.prev_threads.get(&tid), window) {
+            if let (Some(prev), Some(_)) = (self.prev_threads.get(&tid), window) {
+                let w = Stamp::span(prev.at, t_at);
                 let used = cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
                 if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
                     cpu_wait += now.saturating_sub(before) as f64 / 1e9 / w;

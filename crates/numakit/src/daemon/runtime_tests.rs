@@ -3,6 +3,7 @@
 //! rates, owner pinning, candidates, the service's decisions, log, status
 //! and control requests. Nothing here touches the live system.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::collect::{Collector, NodeCpus, ScanCounts};
@@ -274,6 +275,42 @@ fn collector_rates_candidates_and_owner_placement() {
     f.tick(6500, 3250);
     let (snap, _) = rig.scan_with(later + 1.0, &only_reco).unwrap();
     assert_eq!(snap.procs.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![100]);
+}
+
+/// A scan can take seconds (the first reads every candidate's
+/// `numa_maps`; a starved guest ran one for 8 s), so the processes read at
+/// its end were read much later than those read at its start. Each rate
+/// is over the time between a process's own two readings: divided by the
+/// time between the scans, busy processes read at the end of a slow scan
+/// and at the start of a quick one looked a quarter busy, and four of
+/// them were bound to a node of two CPUs.
+#[test]
+fn rates_are_over_each_readings_own_span() {
+    let f = Fake::new();
+    farm(&f, 0);
+    let mut rig = Rig::new(&f);
+    // A slow first scan: each reading 0.25 s after the one before.
+    rig.c.slow_reads(0.25);
+    rig.scan(0.0).unwrap();
+    // The next scan is quick, 2 s after the slow one began; every process
+    // used 100 ticks (1 s of CPU) since it was read.
+    rig.c.slow_reads(0.0);
+    farm(&f, 100);
+    f.tick(100, 50);
+    let (snap, _) = rig.scan(2.0).unwrap();
+    let by_pid: BTreeMap<i32, f64> = snap.procs.iter().map(|p| (p.pid, p.cpu_use)).collect();
+    let (a, b, c) = (by_pid[&100], by_pid[&200], by_pid[&300]);
+    // The first process read in both scans was read 2 s apart: 0.5 CPU,
+    // what every process read when rates were over the scans' window.
+    // The later a process was read in the slow scan, the shorter its span
+    // and the higher its rate, up to a whole CPU.
+    assert!((a - 0.5).abs() < 1e-9 && a < b && b < c && c <= 1.0 + 1e-9, "{by_pid:?}");
+    // A thread's CPU time (and wait) is over the thread's own span: reco's
+    // one thread was read after the process's `stat`, so its 100 ticks
+    // came in less time.
+    let reco = snap.procs.iter().find(|p| p.pid == 100).unwrap();
+    let thread: f64 = reco.cpu_per_node.values().sum();
+    assert!(thread > a + 0.01 && thread < b, "thread {thread}, process {a}: {by_pid:?}");
 }
 
 #[test]

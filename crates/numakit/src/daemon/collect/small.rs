@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::NodeCpus;
+use super::{NodeCpus, Stamp};
 use crate::daemon::snapshot::NodeState;
 use crate::procs::{self, pidstat};
 use crate::sys::kept::KeptFiles;
@@ -41,7 +41,7 @@ struct Reading {
     ran: u64,
     /// ... and run delay, ns.
     waited: u64,
-    /// Monotonic time of the reading, seconds.
+    /// When it was read ([`Stamp`]), seconds.
     at: f64,
     /// Scan at which it is read next.
     due: u64,
@@ -64,8 +64,6 @@ pub(super) struct SmallLoad {
 /// How a scan reads the small processes.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rules {
-    /// Monotonic time of this scan, seconds.
-    pub(super) mono_s: f64,
     /// The window (time since the last scan), none on the first.
     pub(super) window: Option<f64>,
     /// `busy_thread_cpu`.
@@ -100,6 +98,7 @@ impl SmallLoad {
         node_cpus: &NodeCpus,
         pid: i32,
         rules: &Rules,
+        stamp: &Stamp,
     ) -> Result<(), SysError> {
         let scan = self.scan;
         let prev = self.prev.get(&pid).copied();
@@ -111,18 +110,20 @@ impl SmallLoad {
             return Ok(());
         }
         let Some((ran, waited)) = pidstat::parse_schedstat(&self.buf) else { return Ok(()) };
-        let mut now = Reading { ran, waited, at: rules.mono_s, due: scan + 1 };
+        let at = stamp.now();
+        let mut now = Reading { ran, waited, at, due: scan + 1 };
         // No earlier reading, or a counter that went back (another process
         // got the pid): read again at the next scan.
-        let Some(r) = prev.filter(|r| ran >= r.ran && waited >= r.waited && rules.mono_s > r.at) else {
+        let Some(r) = prev.filter(|r| ran >= r.ran && waited >= r.waited && at > r.at) else {
             self.next.insert(pid, now);
             return Ok(());
         };
-        let share = (ran - r.ran).saturating_add(waited - r.waited) as f64 / 1e9 / (rules.mono_s - r.at);
+        let span = Stamp::span(r.at, at);
+        let share = (ran - r.ran).saturating_add(waited - r.waited) as f64 / 1e9 / span;
         // Idle enough that it cannot have been busy over the last window
         // alone: read again later, staggered by pid.
-        let window = rules.window.unwrap_or(rules.mono_s - r.at);
-        if share * (rules.mono_s - r.at) < rules.busy * window {
+        let window = rules.window.unwrap_or(span);
+        if share * span < rules.busy * window {
             let every = u64::from(rules.every.max(1));
             let step = every - (scan + u64::from(pid.unsigned_abs())) % every;
             now.due = scan + step;

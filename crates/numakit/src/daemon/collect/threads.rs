@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::NodeCpus;
+use super::{NodeCpus, Stamp};
 use crate::procs;
 use crate::sys::{SysError, SysRoot};
 
@@ -18,6 +18,8 @@ pub(super) struct ThreadSeen {
     pub(super) node: Option<u32>,
     /// Time runnable but waiting for a CPU (ns, `schedstat`), when known.
     pub(super) wait_ns: Option<u64>,
+    /// When it was read ([`Stamp`]).
+    pub(super) at: f64,
 }
 
 /// One thread's reading: its CPU time, the node of its last CPU and its
@@ -27,11 +29,12 @@ pub(super) fn read_thread(
     node_cpus: &NodeCpus,
     pid: i32,
     tid: i32,
+    stamp: &Stamp,
 ) -> Result<Option<ThreadSeen>, SysError> {
     let Some(t) = procs::read_task_stat(sys, pid, tid)? else { return Ok(None) };
     let node = t.processor.and_then(|c| node_cpus.node_of(c));
     let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
-    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns }))
+    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns, at: stamp.now() }))
 }
 
 /// Every thread's reading of a process, for the next scan's window.
@@ -39,10 +42,11 @@ pub(super) fn read_threads(
     sys: &SysRoot,
     node_cpus: &NodeCpus,
     pid: i32,
+    stamp: &Stamp,
     seen: &mut HashMap<i32, ThreadSeen>,
 ) -> Result<(), SysError> {
     for tid in procs::thread_ids(sys, pid)? {
-        if let Some(t) = read_thread(sys, node_cpus, pid, tid)? {
+        if let Some(t) = read_thread(sys, node_cpus, pid, tid, stamp)? {
             seen.insert(tid, t);
         }
     }
