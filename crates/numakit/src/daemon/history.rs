@@ -57,6 +57,11 @@ pub struct Placement {
     pub pending: Vec<(u32, u32, u64)>,
     /// When the last pending page moved (judging waits `settle_s` after).
     pub settled_from_s: f64,
+    /// CPUs it was booked for on its nodes (its need when placed): held
+    /// there until the move is judged, whatever a window that saw the
+    /// move being made says (0 in a state file from before this field).
+    #[serde(default)]
+    pub need: f64,
 }
 
 /// Whether two start times of one pid are of the same process: at most

@@ -13,7 +13,7 @@ impl Scan<'_> {
     /// Each candidate's best option that pays (pid, option, whether numakit
     /// placed it before), in pid order; a reason to keep for the others.
     pub(super) fn candidates(&mut self, procs: &[&ProcInfo], drift_rate: f64) -> Vec<(i32, Opt, bool)> {
-        let Scan { ref v, cfg, now, ref h, ref book, facts: ref all_facts, ref mut actions, .. } = *self;
+        let Scan { ref v, cfg, now, window_start, ref h, ref book, facts: ref all_facts, ref mut actions, .. } = *self;
         let machine = v.m;
         let mut proposals: Vec<(i32, Opt, bool)> = Vec::new();
         for p in procs {
@@ -49,7 +49,10 @@ impl Scan<'_> {
                 actions.push(keep(p.pid, Why::LeftAlone { until_s }));
                 continue;
             }
-            if placed.is_some_and(|pl| !pl.judged) {
+            // Unjudged, or its last pages moved during this window (which
+            // shows it half where it was): the next window measures it.
+            let mixed = |pl: &crate::daemon::history::Placement| window_start.is_some_and(|w| pl.settled_from_s >= w);
+            if placed.is_some_and(|pl| !pl.judged || (ours && mixed(pl))) {
                 actions.push(keep(p.pid, Why::Waiting));
                 continue;
             }

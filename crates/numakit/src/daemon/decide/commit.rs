@@ -200,6 +200,7 @@ impl Scan<'_> {
                 judged: false,
                 settled_from_s: now,
                 pending,
+                need,
             });
         }
     }

@@ -78,9 +78,9 @@ pub(super) fn is_restricted(v: &View, p: &ProcInfo) -> bool {
 /// over the window. Only its affinity's nodes: a process bound during the
 /// window ran partly elsewhere, and counting that part where it ran would
 /// leave half its load off the node it is now bound to.
-pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &PerNode<f64>, cfg: &Config) -> PerNode<f64> {
+pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &PerNode<f64>, cfg: &Config, booked: f64) -> PerNode<f64> {
     let nodes = v.idx(&p.affinity);
-    let need = demand(p, cfg);
+    let need = demand(p, cfg).max(booked);
     let ran: f64 = nodes.iter().map(|&a| own_cpu[a]).sum();
     let cap: f64 = nodes.iter().map(|&a| v.cpus(a)).sum();
     let mut out = v.zeros();
@@ -94,7 +94,9 @@ pub(super) fn held(v: &View, p: &ProcInfo, own_cpu: &PerNode<f64>, cfg: &Config)
     out
 }
 
-pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
+/// `booked`: the CPUs numakit's unjudged placement of it was booked for
+/// (0 for others), the least it holds.
+pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool, booked: f64) -> Facts {
     let own_cpu = v.by_id(p.cpu_per_node.iter().map(|(k, x)| (*k, *x)));
     let mut c = own_cpu.clone();
     if c.iter().sum::<f64>() <= 0.0 {
@@ -104,7 +106,7 @@ pub(super) fn facts(v: &View, p: &ProcInfo, cfg: &Config, ours: bool) -> Facts {
     }
     let mem = v.by_id(p.mem_per_node.iter().map(|(k, x)| (*k, *x as f64)));
     let scope = if p.cpuset.is_empty() { v.all_cpu.clone() } else { p.cpuset.intersection(&v.all_cpu) };
-    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu, cfg) } else { v.zeros() };
+    let own_bound = if is_restricted(v, p) { held(v, p, &own_cpu, cfg, booked) } else { v.zeros() };
     let (q, measured) = match p.mem_stall_share {
         Some(q) if q.is_finite() => (q.clamp(0.0, cfg.max_stall_share), true),
         _ => (cfg.default_stall_share, false),

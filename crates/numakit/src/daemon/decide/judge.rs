@@ -17,7 +17,18 @@ impl Scan<'_> {
     /// Judges the settled moves: keeps them, or reverts those whose
     /// progress fell by more than `harm_threshold`.
     pub(super) fn judge(&mut self, procs: &[&ProcInfo]) {
-        let Scan { ref v, cfg, now, page, ref mut h, ref mut book, facts: ref all_facts, ref mut actions, .. } = *self;
+        let Scan {
+            ref v,
+            cfg,
+            now,
+            window_start,
+            page,
+            ref mut h,
+            ref mut book,
+            facts: ref all_facts,
+            ref mut actions,
+            ..
+        } = *self;
         let machine = v.m;
         let mut harmed_comms: BTreeSet<String> = BTreeSet::new();
         for p in procs {
@@ -29,6 +40,12 @@ impl Scan<'_> {
                 continue;
             }
             if pl.judged || !pl.pending.is_empty() || now - pl.settled_from_s < cfg.settle_s {
+                continue;
+            }
+            // Never on a window in which the move was still being made (its
+            // pages took longer than `settle_s` to move): its threads were
+            // blocked while their pages moved, and it ran half where it was.
+            if window_start.is_some_and(|w| pl.settled_from_s >= w) {
                 continue;
             }
             let f = &all_facts[&p.pid];

@@ -75,6 +75,9 @@ struct Scan<'a> {
     cfg: &'a Config,
     /// The snapshot's time.
     now: f64,
+    /// The previous scan's time: the start of the window the snapshot's
+    /// rates are over (none when no scan is on record).
+    window_start: Option<f64>,
     /// Seconds since the last scan (the budget's refill).
     elapsed: f64,
     /// Page size, bytes.
@@ -138,6 +141,7 @@ impl<'a> Scan<'a> {
         let all_cpu = machine.nodes.iter().filter(|n| n.cpus > 0).map(|n| n.id).collect();
         let v = View { m: machine, r, homes, all_cpu };
         let now = snap.time_s;
+        let window_start = history.observed.last_time_s;
         let mut h = history.clone();
         h.version = HISTORY_VERSION;
         let elapsed = h
@@ -216,7 +220,11 @@ impl<'a> Scan<'a> {
         for p in procs {
             let placed = h.committed.procs.get(&p.pid).and_then(|r| r.placement.as_ref());
             let ours = placed.is_some_and(|pl| pl.cpu_nodes == p.affinity);
-            let mut f = facts::facts(&v, p, cfg, ours);
+            // Until numakit's move is judged, the process holds at least
+            // what it was booked for: the window in which the move was made
+            // reads low (its threads blocked while their pages moved).
+            let booked = placed.filter(|pl| ours && !pl.judged).map_or(0.0, |pl| pl.need);
+            let mut f = facts::facts(&v, p, cfg, ours, booked);
             (f.horizon, f.horizon_runs) = horizon::horizon(&h, p, cfg);
             for (b, x) in book.bound.iter_mut().zip(&f.own_bound) {
                 *b += x;
@@ -234,6 +242,7 @@ impl<'a> Scan<'a> {
             v,
             cfg,
             now,
+            window_start,
             elapsed,
             page,
             h,

@@ -1,6 +1,7 @@
 use super::*;
 
-/// Moves a process, then judges it `later` seconds on with `progress`.
+/// Moves a process, then judges it 120 s on with `progress` (a scan at
+/// 60 s between: the window in which a move is made is never judged).
 fn move_then_judge(progress: f64, history: &History, pid: i32, t0: f64) -> (Decision, Decision) {
     let m = two();
     let cfg = Config::default();
@@ -13,7 +14,11 @@ fn move_then_judge(progress: f64, history: &History, pid: i32, t0: f64) -> (Deci
     after.mem_policy = MemPolicy::Preferred(ns("1"));
     after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
     after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(progress) };
-    let d2 = decide(&m, &snap(t0 + 120.0, &m, &[(0.0, 4), (0.0, 4)], vec![after]), &cfg, &d1.history);
+    let mut between = after.clone();
+    between.age_s -= 60.0;
+    let db = decide(&m, &snap(t0 + 60.0, &m, &[(0.0, 4), (0.0, 4)], vec![between]), &cfg, &d1.history);
+    assert!(db.changes().next().is_none() && matches!(why_of(&db, pid)[..], [Why::Waiting]), "{:#?}", db.actions);
+    let d2 = decide(&m, &snap(t0 + 120.0, &m, &[(0.0, 4), (0.0, 4)], vec![after]), &cfg, &db.history);
     (d1, d2)
 }
 
@@ -23,6 +28,39 @@ fn a_move_that_helps_is_kept() {
     assert!(d2.changes().next().is_none());
     assert!(matches!(why_of(&d2, 7)[0], Why::Judged { .. }), "{:#?}", d2.actions);
     assert!(d2.history.committed.procs[&7].placement.as_ref().unwrap().judged);
+}
+
+/// A move whose pages took longer than `settle_s` to move: the next
+/// window holds the move itself (the threads blocked while their pages
+/// moved, half of it run where the process was). It reads as harm, but is
+/// not judged on it, nor moved again; the window after judges it.
+#[test]
+fn a_move_is_not_judged_on_the_window_it_was_made_in() {
+    let m = two();
+    let cfg = Config::default();
+    let p = job(7, 1, &[(0, 2)], 0.4);
+    let d1 = decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, &History::new());
+    assert_eq!(binds(&d1), [(7, "1".to_string())]);
+    let mut during = p;
+    during.age_s += 120.0;
+    during.affinity = ns("1");
+    during.mem_policy = MemPolicy::Preferred(ns("1"));
+    during.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    during.cpu_use = 0.6;
+    during.cpu_per_node = BTreeMap::from([(0, 0.3), (1, 0.3)]);
+    during.progress = Progress { cpu_rate: 0.6, instr_rate: Some(0.6) };
+    let d2 = decide(&m, &snap(1120.0, &m, &[(0.0, 4), (0.0, 4)], vec![during.clone()]), &cfg, &d1.history);
+    assert!(d2.changes().next().is_none(), "{:#?}", d2.actions);
+    assert_eq!(why_of(&d2, 7), [&Why::Waiting]);
+    assert!(!d2.history.committed.procs[&7].placement.as_ref().expect("placed").judged);
+    let mut after = during;
+    after.age_s += 60.0;
+    after.cpu_use = 1.0;
+    after.cpu_per_node = BTreeMap::from([(1, 1.0)]);
+    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(1.15) };
+    let d3 = decide(&m, &snap(1180.0, &m, &[(0.0, 4), (0.0, 4)], vec![after]), &cfg, &d2.history);
+    assert!(d3.changes().next().is_none(), "{:#?}", d3.actions);
+    assert!(matches!(why_of(&d3, 7)[0], Why::Judged { .. }), "{:#?}", d3.actions);
 }
 
 #[test]
@@ -121,7 +159,11 @@ fn comm_ban_is_set_by_decide_itself() {
         p.affinity = ns("1");
         p.mem_policy = MemPolicy::Preferred(ns("1"));
         p.progress.instr_rate = Some(0.5);
-        let d2 = decide(&m, &snap(t + 120.0, &m, &[(0.0, 4), (0.0, 4)], vec![p]), &cfg, &d1.history);
+        // (A scan between: the window of the move is not judged.)
+        let mut between = p.clone();
+        between.age_s -= 60.0;
+        let db = decide(&m, &snap(t + 60.0, &m, &[(0.0, 4), (0.0, 4)], vec![between]), &cfg, &d1.history);
+        let d2 = decide(&m, &snap(t + 120.0, &m, &[(0.0, 4), (0.0, 4)], vec![p]), &cfg, &db.history);
         h = d2.history;
         // (The harm also marks node 1's memory slow, which would keep the
         // next process off it; the name's record is what is tested here.)

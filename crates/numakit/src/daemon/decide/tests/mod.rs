@@ -127,6 +127,7 @@ pub(super) fn placement(cpu: &str, mem: &str) -> Placement {
         judged: false,
         pending: Vec::new(),
         settled_from_s: 800.0,
+        need: 0.0,
     }
 }
 

@@ -84,6 +84,42 @@ fn a_process_bound_in_the_window_holds_its_new_node_whole() {
     assert_no_bind_on(&d, 0);
 }
 
+/// Two one-thread processes numakit bound to node 0 at the last scan,
+/// booked a CPU each, read 0.45 CPU over the window in which their pages
+/// moved (their threads blocked on the moving pages: neither running nor
+/// waiting for a CPU). Until the moves are judged they hold what they were
+/// booked for: a third process whose memory is on node 0 is not bound
+/// there.
+#[test]
+fn a_move_being_made_holds_what_it_was_booked_for() {
+    let m = four_of_two();
+    let mut h = History::new();
+    let mut procs = Vec::new();
+    for (pid, was) in [(1, 1), (2, 3)] {
+        let mut p = job(pid, 0, &[(0, 1)], 0.3);
+        p.affinity = ns("0");
+        p.cpu_use = 0.45;
+        p.progress.cpu_rate = 0.45;
+        p.cpu_per_node = BTreeMap::from([(0, 0.225), (was, 0.225)]);
+        bound_in_the_last_window(&mut h, &p);
+        h.committed.procs.get_mut(&pid).and_then(|r| r.placement.as_mut()).expect("placed").need = 1.0;
+        procs.push(p);
+    }
+    let mut third = job(3, 2, &[(0, 2)], 0.5);
+    third.age_s = 3600.0;
+    procs.push(third);
+    let s = snap(1000.0, &m, &[(1.1, 1), (1.5, 4), (1.0, 2), (1.5, 4)], procs);
+    let d = decide(&m, &s, &Config::default(), &h);
+    assert_no_bind_on(&d, 0);
+    // Booked for less (an older state file: 0), they hold what they read,
+    // and node 0 has room for the third.
+    for r in h.committed.procs.values_mut() {
+        r.placement.as_mut().expect("placed").need = 0.0;
+    }
+    let d = decide(&m, &s, &Config::default(), &h);
+    assert!(binds(&d).contains(&(3, "0".to_string())), "{:#?}", d.actions);
+}
+
 #[test]
 fn a_busy_single_thread_needs_a_whole_cpu_even_when_it_reads_less() {
     // Four nodes of 2 CPUs. Two one-thread processes numakit bound to node
