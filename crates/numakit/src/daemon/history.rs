@@ -64,6 +64,16 @@ pub struct Placement {
     pub need: f64,
 }
 
+impl Placement {
+    /// Whether the window that began at `window_start` (the previous
+    /// scan's time) saw the move being made: it was made, or its last owed
+    /// pages moved, at or after that scan. Such a window is neither judged
+    /// nor acted on. None: no earlier scan on record.
+    pub fn made_in_window(&self, window_start: Option<f64>) -> bool {
+        window_start.is_some_and(|w| self.settled_from_s >= w)
+    }
+}
+
 /// Whether two start times of one pid are of the same process: at most
 /// `slack_s` apart ([`Config::same_start_slack_s`](super::Config::same_start_slack_s)).
 fn same_start(a: f64, b: f64, slack_s: f64) -> bool {

@@ -51,8 +51,7 @@ impl Scan<'_> {
             }
             // Unjudged, or its last pages moved during this window (which
             // shows it half where it was): the next window measures it.
-            let mixed = |pl: &crate::daemon::history::Placement| window_start.is_some_and(|w| pl.settled_from_s >= w);
-            if placed.is_some_and(|pl| !pl.judged || (ours && mixed(pl))) {
+            if placed.is_some_and(|pl| !pl.judged || (ours && pl.made_in_window(window_start))) {
                 actions.push(keep(p.pid, Why::Waiting));
                 continue;
             }

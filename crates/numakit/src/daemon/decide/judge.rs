@@ -45,7 +45,7 @@ impl Scan<'_> {
             // Never on a window in which the move was still being made (its
             // pages took longer than `settle_s` to move): its threads were
             // blocked while their pages moved, and it ran half where it was.
-            if window_start.is_some_and(|w| pl.settled_from_s >= w) {
+            if pl.made_in_window(window_start) {
                 continue;
             }
             let f = &all_facts[&p.pid];
