@@ -26,8 +26,9 @@
 //!    from their start (else it may carry their pages to them before the
 //!    daemon starts, and the daemon only pins).
 //! 4. (v) 200 processes starting and exiting while the daemon scans and
-//!    migrates: it keeps running, no error escapes, and the log has one
-//!    line with an outcome for every decision its counters report.
+//!    migrates (rates over 1 s, `min_rate_span_s`: they live 1 to 4 s): it
+//!    keeps running, no error escapes, and the log has one line with an
+//!    outcome for every decision its counters report.
 //! 5. (vii) kill -9 during a move, again and again: a process whose
 //!    memory sits on node 0, in a cgroup whose cpuset has the CPUs of
 //!    nodes 1-3, is being moved (bind, then its pages in budgeted batches)
@@ -185,7 +186,11 @@ fn phase3() -> String {
 
 fn phase4() -> String {
     let hold = hold();
-    let cfg = config("/tmp/d4", 1).replace("min_rss_bytes = 40000000", "min_rss_bytes = 8000000");
+    // Processes that live 1 to 4 s: rates over 1 s (not the default 4 s
+    // span, which they would not live to have), so that they are decided on
+    // while they start and exit.
+    let cfg =
+        config("/tmp/d4", 1).replace("min_rss_bytes = 40000000", "min_rss_bytes = 8000000") + "min_rate_span_s = 1\n";
     format!(
         "{lib}\nmkdir -p /tmp/d4; cat > /tmp/d4/c.toml <<'EOF'\n{cfg}EOF\n\
          start_daemon /tmp/d4 || exit 1\n\

@@ -174,6 +174,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
         mem_per_node: mem.iter().copied().collect(),
         cpu_per_node: BTreeMap::from([(cpu_node, cpus)]),
         cpu_measured: true,
+        rate_span_s: 0.0,
         affinity: NodeSet::parse_list("0-63").unwrap(),
         cpuset: NodeSet::new(),
         mem_policy: MemPolicy::Default,

@@ -33,8 +33,8 @@ mod small;
 mod stamp;
 mod threads;
 
-use stamp::Stamp;
-use threads::{read_thread, read_threads, ThreadSeen};
+use stamp::{Stamp, Timed, Trail};
+use threads::{keep_thread, read_thread, read_threads, ThreadSeen};
 
 /// What the collector needs of the machine: each node's CPUs the daemon
 /// may use (its CPUs minus the reserved ones).
@@ -120,6 +120,10 @@ struct Ctx {
     mono_s: f64,
     /// The time of this process's reads (see [`Stamp`]).
     at: f64,
+    /// Seconds `cpu_use` is over, and whether that is the configured
+    /// span ([`Config::min_rate_span_s`]).
+    span_s: f64,
+    long: bool,
     settling: bool,
     /// `pgmigrate_success` now.
     migrated: Option<u64>,
@@ -134,6 +138,12 @@ struct Seen {
     at: f64,
 }
 
+impl Timed for Seen {
+    fn at(&self) -> f64 {
+        self.at
+    }
+}
+
 /// Keeps what is needed between scans to turn CPU times into rates.
 #[derive(Debug)]
 pub struct Collector {
@@ -143,9 +153,11 @@ pub struct Collector {
     buf: Vec<u8>,
     prev_at: Option<f64>,
     prev_cpu: Option<cpustat::CpuSample>,
-    prev_procs: HashMap<i32, Seen>,
-    /// Per thread, at the last scan.
-    prev_threads: HashMap<i32, ThreadSeen>,
+    /// Per process, its recent readings (a rate spans at least
+    /// [`Config::min_rate_span_s`]).
+    prev_procs: HashMap<i32, Trail<Seen>>,
+    /// Per thread of the processes read last scan, its recent readings.
+    prev_threads: HashMap<i32, Trail<ThreadSeen>>,
     last_idle: CpuSet,
     maps: HashMap<i32, MapsEntry>,
     /// Processes below the memory threshold: their pinned load.
@@ -263,11 +275,13 @@ impl Collector {
             .collect();
 
         let mut counts = ScanCounts::default();
-        let mut seen = HashMap::with_capacity(self.prev_procs.len());
+        let mut seen: HashMap<i32, Trail<Seen>> = HashMap::with_capacity(self.prev_procs.len());
+        let mut reused = Vec::new();
         let mut threads_seen = HashMap::new();
         let mut procs_out = Vec::new();
         let mut maps_next = HashMap::new();
         let cfg = &settings.decide;
+        let min_span = cfg.min_rate_span_s.max(0.0);
         let pids = pidstat::list_pids(sys)?;
         // Hardware counters only for the running system (not a dump).
         let mut counters = if sys.is_live() { self.counters.take() } else { None };
@@ -328,11 +342,21 @@ impl Collector {
             let at = stamp.now();
             let cpu_s = st.cpu_ticks as f64 / clk;
             counts.processes += usize::from(!by_statm);
-            // Another start time than last scan: the pid was reused.
-            let prev = self.prev_procs.get(&pid).filter(|p| p.start_ticks == st.start_ticks && cpu_s >= p.cpu_s);
-            let rate = prev.filter(|_| window.is_some()).map(|p| (cpu_s - p.cpu_s) / Stamp::span(p.at, at));
+            // Another start time than last scan: the pid was reused (the
+            // process it named exited); a CPU time that went back: no rate.
+            let mut trail = self.prev_procs.remove(&pid).unwrap_or_default();
+            if let Some(last) = trail.last().filter(|p| p.start_ticks != st.start_ticks || cpu_s < p.cpu_s) {
+                if last.start_ticks != st.start_ticks {
+                    reused.push(pid);
+                }
+                trail = Trail::default();
+            }
+            let base = trail.base(at, min_span).filter(|_| window.is_some());
+            let rate = base.map(|(p, _)| (cpu_s - p.cpu_s) / Stamp::span(p.at, at));
+            let (span_s, long) = base.map_or((0.0, false), |(p, long)| (at - p.at, long));
             let cpu_use = rate.unwrap_or(0.0);
-            seen.insert(pid, Seen { cpu_s, start_ticks: st.start_ticks, at });
+            trail.push(Seen { cpu_s, start_ticks: st.start_ticks, at }, min_span);
+            seen.insert(pid, trail);
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
             }
@@ -348,13 +372,15 @@ impl Collector {
                 // this large): its threads are read now, so that if it is
                 // busy the next scan measures where they ran.
                 if rate.is_none() && rss >= cfg.min_rss_bytes {
-                    if let Err(e) = read_threads(sys, node_cpus, pid, &stamp, &mut threads_seen) {
+                    if let Err(e) =
+                        read_threads(sys, node_cpus, pid, &stamp, &self.prev_threads, min_span, &mut threads_seen)
+                    {
                         counts.skipped(e)?;
                     }
                 }
                 continue;
             }
-            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, at, settling, migrated };
+            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, at, span_s, long, settling, migrated };
             match self.details(
                 sys,
                 node_cpus,
@@ -392,19 +418,15 @@ impl Collector {
         self.prev_threads = threads_seen;
         // Keep the entries of processes still alive that were not
         // candidates this time (CPU use near the threshold comes and goes).
-        self.maps.retain(|pid, e| seen.get(pid).is_some_and(|s| s.start_ticks == e.start_ticks));
+        self.maps.retain(|pid, e| seen.get(pid).and_then(Trail::last).is_some_and(|s| s.start_ticks == e.start_ticks));
         self.maps.extend(maps_next);
-        // Gone from /proc, or the pid now names a later process. (A
-        // process alive but not read this time is no exit.)
-        let mut exited: Vec<i32> = self
-            .prev_procs
-            .iter()
-            .filter(|(pid, s)| match seen.get(*pid) {
-                Some(now) => now.start_ticks != s.start_ticks,
-                None => pids.binary_search(*pid).is_err() || vanished.contains(*pid),
-            })
-            .map(|(pid, _)| *pid)
-            .collect();
+        // The pid now names a later process (above), or gone from /proc:
+        // those read last scan and not this one. (A process alive but not
+        // read this time is no exit.)
+        let mut exited = reused;
+        exited.extend(
+            self.prev_procs.keys().filter(|pid| pids.binary_search(pid).is_err() || vanished.contains(pid)).copied(),
+        );
         exited.sort_unstable();
         self.prev_procs = seen;
         Ok((Snapshot { time_s: wall_s, nodes, procs: procs_out, exited }, counts))
@@ -424,10 +446,11 @@ impl Collector {
         ctx: &Ctx,
         stamp: &Stamp,
         cfg: &Config,
-        threads_seen: &mut HashMap<i32, ThreadSeen>,
+        threads_seen: &mut HashMap<i32, Trail<ThreadSeen>>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
-        let Ctx { cpu_use, rss, age_s, window, mono_s, at, settling, migrated } = *ctx;
+        let Ctx { cpu_use, rss, age_s, window, mono_s, at, span_s, long, settling, migrated } = *ctx;
+        let min_span = cfg.min_rate_span_s.max(0.0);
         let pid = st.pid;
         let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
         let cgroup = procs::cgroup::read_path(sys, pid)?.unwrap_or_default();
@@ -451,16 +474,20 @@ impl Collector {
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
         let mut measured = 0.0;
+        // A thread whose CPU time is over less than the span.
+        let mut short = !long;
         let mut cpu_wait = 0.0;
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, at));
         for &tid in &tids {
             let Some(t) = read_thread(sys, node_cpus, pid, tid, stamp)? else { continue };
-            threads_seen.insert(tid, t);
+            let base = self.prev_threads.get(&tid).and_then(|tr| tr.base(t.at, min_span));
+            keep_thread(&self.prev_threads, threads_seen, tid, t, min_span);
             let ThreadSeen { cpu_ticks, node, wait_ns, at: t_at } = t;
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
-            if let (Some(prev), Some(_)) = (self.prev_threads.get(&tid), window) {
+            if let (Some((prev, long_t)), Some(_)) = (base, window) {
+                short |= !long_t;
                 let w = Stamp::span(prev.at, t_at);
                 let used = cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
                 if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
@@ -476,7 +503,7 @@ impl Collector {
                 measured += used;
             }
         }
-        let cpu_measured = measured > 0.0;
+        let cpu_measured = measured > 0.0 && !short;
         if !cpu_measured {
             // No per-thread history yet: the process's CPU use spread over
             // where its threads are at this instant (not acted on).
@@ -516,6 +543,7 @@ impl Collector {
                 mem_per_node,
                 cpu_per_node,
                 cpu_measured,
+                rate_span_s: span_s,
                 affinity,
                 cpuset,
                 mem_policy,

@@ -113,6 +113,15 @@ pub struct Config {
     /// a busy loop reads 0.6–0.9 CPU in a virtual machine whose hypervisor
     /// steals time the guest does not see.
     pub busy_thread_cpu: f64,
+    /// A process is placed only on rates (CPU use, wait, where its threads
+    /// ran) over at least this many seconds; with a shorter scan interval
+    /// they span several scans. 4: a CPU-time counter read late (a tick
+    /// that came late, a virtual CPU the hypervisor did not run) by up to
+    /// a second errs by at most a quarter, so a busy thread still reads
+    /// above `busy_thread_cpu`; over a one-second window it can read half
+    /// or less. Below the default `interval_min_s` (5 s), so the default
+    /// scans are not delayed.
+    pub min_rate_span_s: f64,
     /// Highest memory-stall share believed from counters. 0.95: a process
     /// is never taken as waiting on memory all the time (the speed-up
     /// formula diverges at 1).
@@ -228,6 +237,7 @@ impl Default for Config {
             comm_harm_limit: 3,
             comm_leave_alone_s: 86400.0,
             busy_thread_cpu: 0.5,
+            min_rate_span_s: 4.0,
             max_stall_share: 0.95,
             young_age_fraction: 0.5,
             young_min_scans: 2.0,

@@ -66,7 +66,8 @@ pub struct Placement {
 
 impl Placement {
     /// Whether the window that began at `window_start` (the previous
-    /// scan's time) saw the move being made: it was made, or its last owed
+    /// scan's time, or earlier when the rates span several scans) saw the
+    /// move being made: it was made, or its last owed
     /// pages moved, at or after that scan. Such a window is neither judged
     /// nor acted on. None: no earlier scan on record.
     pub fn made_in_window(&self, window_start: Option<f64>) -> bool {

@@ -159,6 +159,9 @@ fn settings(f: &Fake) -> Settings {
         ..Default::default()
     };
     s.decide.min_age_s = 10.0;
+    // These tests scan a second apart; spans of several scans have their
+    // own test (`a_rate_spans_at_least_min_rate_span_s`).
+    s.decide.min_rate_span_s = 1.0;
     s
 }
 
@@ -744,6 +747,46 @@ fn where_threads_ran_is_measured_from_the_second_scan() {
     assert_eq!(s.procs[0].cpu_per_node.get(&0), Some(&1.0), "where it is at this instant");
     let s = scan(4, 300, 0);
     assert!(s.procs[0].cpu_measured, "{:?}", s.procs[0]);
+}
+
+/// With scans a second apart, rates span `min_rate_span_s` (4 s): a busy
+/// thread whose CPU time was read a second late (a virtual CPU that did
+/// not run, a late tick) reads no CPU over one window and its double over
+/// the next; over four seconds it reads three quarters, still busy. The
+/// process is acted on only once its rates span that long.
+#[test]
+fn a_rate_spans_at_least_min_rate_span_s() {
+    let f = Fake::new();
+    let mut rig = Rig::new(&f);
+    rig.s.decide.min_rate_span_s = 4.0;
+    // Ticks at each second: 100 a second, but the reading at t=2 is a
+    // second late (it shows t=1's count) and so is the one at t=5.
+    let ticks = [0, 100, 100, 300, 400, 400, 600, 700];
+    let mut snaps = Vec::new();
+    for (t, &k) in ticks.iter().enumerate() {
+        f.proc(&reco(k, 3));
+        f.tick(t as u64 * 100, t as u64 * 50);
+        snaps.push(rig.scan(t as f64).unwrap().0);
+    }
+    let reco_at = |t: usize| snaps[t].procs.iter().find(|p| p.pid == 100).unwrap_or_else(|| panic!("t={t}"));
+    // Over less than 4 s (t = 1..3): its rate over all it has, not acted on.
+    for (t, &k) in ticks.iter().enumerate().take(4).skip(1) {
+        let p = reco_at(t);
+        assert!(!p.cpu_measured, "t={t}: {p:?}");
+        assert!((p.rate_span_s - t as f64).abs() < 1e-9, "t={t}: {p:?}");
+        assert!((p.cpu_use - k as f64 / 100.0 / t as f64).abs() < 1e-9, "t={t}: {p:?}");
+    }
+    // From t=4: over the newest reading at least 4 s old; the late
+    // readings cost a quarter at most (a one-second window read 0 at t=2
+    // and 0 at t=5).
+    for t in 4..ticks.len() {
+        let p = reco_at(t);
+        assert!(p.cpu_measured && (p.rate_span_s - 4.0).abs() < 1e-9, "t={t}: {p:?}");
+        let want = (ticks[t] - ticks[t - 4]) as f64 / 100.0 / 4.0;
+        assert!((p.cpu_use - want).abs() < 1e-9 && p.cpu_use >= 0.75, "t={t}: {p:?}");
+        let on_3: f64 = p.cpu_per_node.get(&3).copied().unwrap_or(0.0);
+        assert!((on_3 - want).abs() < 1e-9, "its thread over the same span, t={t}: {p:?}");
+    }
 }
 
 /// The busy main thread of a process too small to be a candidate, pinned

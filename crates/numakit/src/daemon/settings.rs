@@ -257,6 +257,7 @@ impl Settings {
             ("decide.interval_s", d.interval_s),
             ("decide.same_start_slack_s", d.same_start_slack_s),
             ("decide.numa_maps_max_age_s", d.numa_maps_max_age_s),
+            ("decide.min_rate_span_s", d.min_rate_span_s),
         ];
         for (name, v) in times {
             if !(v.is_finite() && v >= 0.0) {

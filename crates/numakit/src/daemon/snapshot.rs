@@ -99,6 +99,12 @@ pub struct ProcInfo {
     /// whose placement was measured.
     #[serde(default = "measured_by_default")]
     pub cpu_measured: bool,
+    /// Seconds its CPU use, wait and `cpu_per_node` are over (each
+    /// reading's own span, at least
+    /// [`Config::min_rate_span_s`](crate::daemon::Config::min_rate_span_s)
+    /// when measured). 0: not said (the scan's window applies).
+    #[serde(default)]
+    pub rate_span_s: f64,
     /// Nodes covered by the CPU affinity.
     #[serde(with = "sets_serde")]
     pub affinity: NodeSet,

@@ -55,6 +55,7 @@ impl Engine<'_> {
                     .collect(),
                 // The model knows where every thread ran all along.
                 cpu_measured: true,
+                rate_span_s: 0.0,
                 affinity: self.ids(j.mask),
                 cpuset: NodeSet::new(),
                 mem_policy: pol,

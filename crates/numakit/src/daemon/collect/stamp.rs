@@ -7,6 +7,7 @@
 //! fraction of its CPU use (or a multiple of it, the other way round).
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::time::Instant;
 
 /// The clock of one scan: the scan's monotonic time plus the time elapsed
@@ -40,9 +41,101 @@ impl Stamp {
     }
 }
 
+/// A reading that knows when it was taken.
+pub(super) trait Timed: Copy {
+    fn at(&self) -> f64;
+}
+
+/// Readings kept at most: a short interval and a long span would otherwise
+/// keep dozens per thread; the ones in between are thinned (the span of a
+/// rate only grows).
+const TRAIL_MAX: usize = 8;
+
+/// The recent readings of one counter, enough to take a rate over at least
+/// `min_span` seconds: a counter that was read late by up to a second
+/// (a virtual CPU that did not run, a tick that came late) errs by that
+/// second over the span, not over one short window.
+#[derive(Debug, Clone)]
+pub(super) struct Trail<T> {
+    r: VecDeque<T>,
+}
+
+impl<T> Default for Trail<T> {
+    fn default() -> Self {
+        Self { r: VecDeque::new() }
+    }
+}
+
+impl<T: Timed> Trail<T> {
+    /// The reading a rate at `now` is taken from: the newest at least
+    /// `min_span` seconds before `now`, else the oldest; with whether it is
+    /// that old. None before the first reading.
+    pub(super) fn base(&self, now: f64, min_span: f64) -> Option<(T, bool)> {
+        match self.r.iter().rev().find(|x| now - x.at() >= min_span) {
+            Some(x) => Some((*x, true)),
+            None => self.r.front().map(|x| (*x, false)),
+        }
+    }
+
+    /// The newest reading.
+    pub(super) fn last(&self) -> Option<T> {
+        self.r.back().copied()
+    }
+
+    /// Appends `x`; keeps the newest reading at least `min_span` before it
+    /// and those after (the base of any later rate), at most [`TRAIL_MAX`].
+    pub(super) fn push(&mut self, x: T, min_span: f64) {
+        let now = x.at();
+        self.r.push_back(x);
+        while self.r.len() > 1 && self.r.get(1).is_some_and(|y| now - y.at() >= min_span) {
+            self.r.pop_front();
+        }
+        while self.r.len() > TRAIL_MAX {
+            self.r.remove(1);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Timed for f64 {
+        fn at(&self) -> f64 {
+            *self
+        }
+    }
+
+    #[test]
+    fn a_trail_keeps_the_base_of_a_rate_over_the_span() {
+        let mut t: Trail<f64> = Trail::default();
+        assert!(t.base(0.0, 4.0).is_none());
+        for x in [0.0, 1.0, 2.0, 3.0] {
+            t.push(x, 4.0);
+        }
+        // Nothing 4 s old at 3.5: the oldest, not old enough.
+        assert_eq!(t.base(3.5, 4.0), Some((0.0, false)));
+        assert_eq!(t.base(4.0, 4.0), Some((0.0, true)));
+        t.push(4.0, 4.0);
+        assert_eq!(t.base(5.5, 4.0), Some((1.0, true)));
+        t.push(5.5, 4.0);
+        // 0.0 and 1.0 are older than the newest base 5.5 needs (1.0): 0.0 goes.
+        assert_eq!(t.r, [1.0, 2.0, 3.0, 4.0, 5.5]);
+        assert_eq!(t.last(), Some(5.5));
+        // A zero span: the previous reading, as before spans.
+        let mut z: Trail<f64> = Trail::default();
+        z.push(1.0, 0.0);
+        z.push(2.0, 0.0);
+        assert_eq!(z.r, [2.0]);
+        assert_eq!(z.base(3.0, 0.0), Some((2.0, true)));
+        // Short intervals: thinned, the oldest kept.
+        let mut s: Trail<f64> = Trail::default();
+        for i in 0..40 {
+            s.push(f64::from(i) * 0.1, 4.0);
+        }
+        assert!(s.r.len() <= TRAIL_MAX && s.r[0] == 0.0, "{:?}", s.r);
+        assert_eq!(s.base(4.0, 4.0), Some((0.0, true)));
+    }
 
     #[test]
     fn frozen_on_a_dump_moving_on_the_live_system() {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::{NodeCpus, Stamp};
+use super::{NodeCpus, Stamp, Timed, Trail};
 use crate::procs;
 use crate::sys::{SysError, SysRoot};
 
@@ -20,6 +20,26 @@ pub(super) struct ThreadSeen {
     pub(super) wait_ns: Option<u64>,
     /// When it was read ([`Stamp`]).
     pub(super) at: f64,
+}
+
+impl Timed for ThreadSeen {
+    fn at(&self) -> f64 {
+        self.at
+    }
+}
+
+/// Keeps thread `tid`'s reading `t` for the next scans: after its earlier
+/// readings (`prev`, the last scan's trails), in `seen`.
+pub(super) fn keep_thread(
+    prev: &HashMap<i32, Trail<ThreadSeen>>,
+    seen: &mut HashMap<i32, Trail<ThreadSeen>>,
+    tid: i32,
+    t: ThreadSeen,
+    min_span: f64,
+) {
+    let mut trail = prev.get(&tid).cloned().unwrap_or_default();
+    trail.push(t, min_span);
+    seen.insert(tid, trail);
 }
 
 /// One thread's reading: its CPU time, the node of its last CPU and its
@@ -37,17 +57,19 @@ pub(super) fn read_thread(
     Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns, at: stamp.now() }))
 }
 
-/// Every thread's reading of a process, for the next scan's window.
+/// Every thread's reading of a process, for the next scans' rates.
 pub(super) fn read_threads(
     sys: &SysRoot,
     node_cpus: &NodeCpus,
     pid: i32,
     stamp: &Stamp,
-    seen: &mut HashMap<i32, ThreadSeen>,
+    prev: &HashMap<i32, Trail<ThreadSeen>>,
+    min_span: f64,
+    seen: &mut HashMap<i32, Trail<ThreadSeen>>,
 ) -> Result<(), SysError> {
     for tid in procs::thread_ids(sys, pid)? {
         if let Some(t) = read_thread(sys, node_cpus, pid, tid, stamp)? {
-            seen.insert(tid, t);
+            keep_thread(prev, seen, tid, t, min_span);
         }
     }
     Ok(())

@@ -4,7 +4,7 @@
 
 use super::facts::{big, excluded, is_restricted, speedup};
 use super::options::{evaluate, target_sets, Opt};
-use super::{keep, Scan};
+use super::{keep, rates_since, Scan};
 use crate::daemon::action::Why;
 use crate::daemon::machine::NodePos;
 use crate::daemon::snapshot::{MemPolicy, ProcInfo};
@@ -51,7 +51,7 @@ impl Scan<'_> {
             }
             // Unjudged, or its last pages moved during this window (which
             // shows it half where it was): the next window measures it.
-            if placed.is_some_and(|pl| !pl.judged || (ours && pl.made_in_window(window_start))) {
+            if placed.is_some_and(|pl| !pl.judged || (ours && pl.made_in_window(rates_since(window_start, now, p)))) {
                 actions.push(keep(p.pid, Why::Waiting));
                 continue;
             }

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use super::view::placement_memory;
-use super::{keep, Scan};
+use super::{keep, rates_since, Scan};
 use crate::daemon::action::{Action, ActionKind, Why};
 use crate::daemon::snapshot::{MemPolicy, ProcInfo};
 use crate::sets::NodeSet;
@@ -45,7 +45,7 @@ impl Scan<'_> {
             // Never on a window in which the move was still being made (its
             // pages took longer than `settle_s` to move): its threads were
             // blocked while their pages moved, and it ran half where it was.
-            if pl.made_in_window(window_start) {
+            if pl.made_in_window(rates_since(window_start, now, p)) {
                 continue;
             }
             let f = &all_facts[&p.pid];

@@ -127,6 +127,18 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
     Decision { actions: scan.actions, history: scan.h }
 }
 
+/// When the window `p`'s rates are over began: the previous scan, or
+/// earlier when they span several scans (a short interval,
+/// [`Config::min_rate_span_s`](crate::daemon::Config::min_rate_span_s)).
+/// A move made since is still in them.
+fn rates_since(window_start: Option<f64>, now: f64, p: &ProcInfo) -> Option<f64> {
+    let own = (p.rate_span_s > 0.0).then_some(now - p.rate_span_s);
+    match (window_start, own) {
+        (Some(w), Some(o)) => Some(w.min(o)),
+        (w, o) => w.or(o),
+    }
+}
+
 fn keep(pid: i32, why: Why) -> Action {
     Action { pid, kind: ActionKind::Keep, reason: why, expected_gain: 0.0 }
 }

@@ -63,6 +63,43 @@ fn a_move_is_not_judged_on_the_window_it_was_made_in() {
     assert!(matches!(why_of(&d3, 7)[0], Why::Judged { .. }), "{:#?}", d3.actions);
 }
 
+/// Rates that span several scans (a short interval) hold a move made
+/// before the previous scan: it is judged only on rates that began after it.
+#[test]
+fn a_move_is_not_judged_on_rates_that_span_it() {
+    let m = two();
+    let cfg = Config::default();
+    let p = job(7, 1, &[(0, 2)], 0.4);
+    let d1 = decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, &History::new());
+    assert_eq!(binds(&d1), [(7, "1".to_string())]);
+    let mut after = p;
+    after.age_s += 65.0;
+    after.affinity = ns("1");
+    after.mem_policy = MemPolicy::Preferred(ns("1"));
+    after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    after.cpu_per_node = BTreeMap::from([(1, 1.0)]);
+    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(1.15) };
+    let at = |t: f64, span: f64, h: &History| {
+        let mut q = after.clone();
+        q.age_s += t - 1065.0;
+        q.rate_span_s = span;
+        decide(&m, &snap(t, &m, &[(0.0, 4), (0.0, 4)], vec![q]), &cfg, h)
+    };
+    // The first scan after the move: its window holds the move.
+    let d2 = at(1065.0, 65.0, &d1.history);
+    assert_eq!(why_of(&d2, 7), [&Why::Waiting]);
+    // Five seconds later: the window since the last scan does not hold it,
+    // but these rates are over 75 s, since 995.
+    let d3 = at(1070.0, 75.0, &d2.history);
+    assert_eq!(why_of(&d3, 7), [&Why::Waiting], "{:#?}", d3.actions);
+    // The same scan with rates over its own 5 s: judged.
+    let d3b = at(1070.0, 5.0, &d2.history);
+    assert!(matches!(why_of(&d3b, 7)[0], Why::Judged { .. }), "{:#?}", d3b.actions);
+    // And on rates over 75 s that began after it.
+    let d4 = at(1080.0, 75.0, &d3.history);
+    assert!(matches!(why_of(&d4, 7)[0], Why::Judged { .. }), "{:#?}", d4.actions);
+}
+
 #[test]
 fn a_move_that_hurts_is_reverted_and_remembered() {
     let (_, d2) = move_then_judge(0.9, &History::new(), 7, 1000.0);

@@ -66,6 +66,7 @@ pub(super) fn proc_(pid: i32, comm: &str, cpu: &[(u32, f64)], mem: &[(u32, u64)]
         mem_per_node: mem.iter().map(|&(n, g)| (n, g * GIB)).collect(),
         cpu_per_node: cpu.iter().copied().collect(),
         cpu_measured: true,
+        rate_span_s: 0.0,
         affinity: ns("0-63"),
         cpuset: NodeSet::new(),
         mem_policy: MemPolicy::Default,
