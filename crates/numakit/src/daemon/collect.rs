@@ -473,9 +473,10 @@ impl Collector {
         let clk = pidstat::clock_ticks_per_sec();
         let mut cpu_per_node: BTreeMap<u32, f64> = BTreeMap::new();
         let mut weights: BTreeMap<u32, f64> = BTreeMap::new();
-        let mut measured = 0.0;
-        // A thread whose CPU time is over less than the span.
-        let mut short = !long;
+        // CPU time of the threads read over the whole span (a thread born
+        // since counts over its own shorter one, and does not hold back
+        // the measure of a process whose other threads are older).
+        let mut long_used = 0.0;
         let mut cpu_wait = 0.0;
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, at));
@@ -487,7 +488,6 @@ impl Collector {
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
             if let (Some((prev, long_t)), Some(_)) = (base, window) {
-                short |= !long_t;
                 let w = Stamp::span(prev.at, t_at);
                 let used = cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
                 if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
@@ -500,10 +500,12 @@ impl Collector {
                     }
                     _ => *cpu_per_node.entry(node).or_default() += used,
                 }
-                measured += used;
+                if long_t {
+                    long_used += used;
+                }
             }
         }
-        let cpu_measured = measured > 0.0 && !short;
+        let cpu_measured = long && long_used > 0.0;
         if !cpu_measured {
             // No per-thread history yet: the process's CPU use spread over
             // where its threads are at this instant (not acted on).

@@ -789,6 +789,32 @@ fn a_rate_spans_at_least_min_rate_span_s() {
     }
 }
 
+/// A thread younger than the span counts over its own shorter one and does
+/// not hold back the measure of its process: a process whose pool starts a
+/// thread every second is still placed (its older threads span 4 s).
+#[test]
+fn a_young_thread_does_not_hold_back_its_process() {
+    let f = Fake::new();
+    let mut rig = Rig::new(&f);
+    rig.s.decide.min_rate_span_s = 4.0;
+    let mut last = None;
+    for t in 0..7u64 {
+        f.proc(&reco(t * 100, 3));
+        // Thread 1000 + t, born at scan t (idle: the main thread is busy).
+        let tid = 1000 + t;
+        put(
+            f.root(),
+            &format!("proc/100/task/{tid}/stat"),
+            &format!("{tid} (reco) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 1000000 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0 3 0 0 0 0 0\n"),
+        );
+        f.tick(t * 100, t * 50);
+        last = Some(rig.scan(t as f64).unwrap().0);
+    }
+    let snap = last.unwrap();
+    let p = snap.procs.iter().find(|p| p.pid == 100).unwrap();
+    assert!(p.cpu_measured && (p.rate_span_s - 4.0).abs() < 1e-9, "{p:?}");
+}
+
 /// The busy main thread of a process too small to be a candidate, pinned
 /// by its owner to some nodes, is load those nodes hold (one CPU, shared
 /// by its allowed CPUs there); an unpinned or an idle one is not, and an
