@@ -14,11 +14,13 @@
 //! prints one line
 //!
 //! ```text
-//! sample t=SECS up=UPTIME loc=L min=M own=L own_min=M pid=PID:LOCAL/TOTAL@RUN_NODES:N0=pages,N3=pages ...
+//! sample t=SECS up=UPTIME loc=L min=M own=L own_min=M pid=PID:LOCAL/TOTAL@RUN_NODES:N0=pages,N3=pages:allowed=NODES ...
 //! ```
 //!
 //! where a thread runs on the node it was seen on most often during the
-//! interval, a process's run nodes are those of its threads, its locality
+//! interval, a process's run nodes are those of its threads, `allowed` the
+//! nodes whose CPUs its CPU affinity holds (`Cpus_allowed_list` of
+//! `/proc/PID/status`, read at the sample: a placer's bind narrows it), its locality
 //! is the share of its pages on its run nodes, `loc` is the page-weighted
 //! locality of all the processes and `min` the lowest one. `own` and
 //! `own_min` are the same over the processes' own pages: every mapping but
@@ -160,6 +162,20 @@ fn split_pages(maps: &str) -> (BTreeMap<u32, u64>, BTreeMap<u32, u64>) {
     (all, own)
 }
 
+/// The nodes whose CPUs a process may run on, from its status
+/// `Cpus_allowed_list`, as a comma-separated list (empty when unreadable).
+fn allowed_nodes(status: &str, nodes: &BTreeMap<u32, u32>) -> String {
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("").trim();
+    let mut on = BTreeSet::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+            on.extend((a..=b).filter_map(|cpu| nodes.get(&cpu).copied()));
+        }
+    }
+    on.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
 /// Seen counts per thread and node during one interval.
 type Seen = BTreeMap<(i32, u32), BTreeMap<u32, u32>>;
 
@@ -210,7 +226,7 @@ type Shares = (f64, f64);
 
 /// One sample: locality over all pages and over the processes' own pages,
 /// and the detail per process; `None` when every process has gone.
-fn sample(pids: &[i32], seen: &Seen) -> Option<(Shares, Shares, String)> {
+fn sample(pids: &[i32], seen: &Seen, nodes: &BTreeMap<u32, u32>) -> Option<(Shares, Shares, String)> {
     let (mut all, mut own) = (Locality::default(), Locality::default());
     let mut detail = String::new();
     for &pid in pids {
@@ -224,7 +240,9 @@ fn sample(pids: &[i32], seen: &Seen) -> Option<(Shares, Shares, String)> {
         own.add(&own_pages, &run);
         let run_s: Vec<String> = run.iter().map(u32::to_string).collect();
         let pages_s: Vec<String> = pages.iter().map(|(n, p)| format!("N{n}={p}")).collect();
-        detail += &format!(" pid={pid}:{loc}/{tot}@{}:{}", run_s.join(","), pages_s.join(","));
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let allowed = allowed_nodes(&status, nodes);
+        detail += &format!(" pid={pid}:{loc}/{tot}@{}:{}:allowed={allowed}", run_s.join(","), pages_s.join(","));
     }
     Some(((all.share(), all.min?), (own.share(), own.min?), detail))
 }
@@ -263,7 +281,7 @@ fn main() {
             tick(&pids, &nodes, &mut seen);
             std::thread::sleep(tick_every);
         }
-        let Some(((loc, min), (own, own_min), detail)) = sample(&pids, &seen) else { break "gone" };
+        let Some(((loc, min), (own, own_min), detail)) = sample(&pids, &seen, &nodes) else { break "gone" };
         sys_last = pids.iter().filter_map(|&p| cpu_times(p)).map(|c| c.1).sum::<f64>().max(sys_last);
         samples += 1;
         let t = start.elapsed().as_secs_f64();
@@ -327,6 +345,17 @@ mod tests {
     }
 
     #[test]
+    fn allowed_nodes_of_an_affinity() {
+        let nodes = BTreeMap::from([(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)]);
+        let status =
+            |l: &str| format!("Name:\tx\nCpus_allowed:\t3f\nCpus_allowed_list:\t{l}\nMems_allowed_list:\t0-2\n");
+        assert_eq!(allowed_nodes(&status("0-5"), &nodes), "0,1,2");
+        assert_eq!(allowed_nodes(&status("2-3"), &nodes), "1");
+        assert_eq!(allowed_nodes(&status("1,4"), &nodes), "0,2");
+        assert_eq!(allowed_nodes("no such line", &nodes), "");
+    }
+
+    #[test]
     fn pages_summed_over_mappings() {
         let maps = "7f00 default anon=3 dirty=3 N0=2 N3=1 kernelpagesize_kB=4\n7f10 default file=/x N3=5\n";
         let p = split_pages(maps).0;
@@ -361,13 +390,14 @@ mod tests {
         let nodes = cpu_nodes();
         let mut seen = Seen::new();
         tick(&[me], &nodes, &mut seen);
-        let ((loc, min), (own, own_min), detail) = sample(&[me], &seen).expect("this process");
+        let ((loc, min), (own, own_min), detail) = sample(&[me], &seen, &nodes).expect("this process");
         for x in [loc, min, own, own_min] {
             assert!((0.0..=1.0).contains(&x), "{detail}");
         }
         if nodes.values().collect::<BTreeSet<_>>().len() == 1 {
             assert!(loc > 0.99 && own > 0.99, "one node: all local: {detail}");
         }
-        assert!(sample(&[], &seen).is_none());
+        assert!(detail.contains(":allowed="), "{detail}");
+        assert!(sample(&[], &seen, &nodes).is_none());
     }
 }
