@@ -148,7 +148,7 @@ fn at_least_as_local(s: &str, (a_name, a): Run, (b_name, b): Run, log: impl Fn()
 /// each process's `pid=PID:LOCAL/TOTAL@...` total.
 fn resident_pages(stdout: &str) -> f64 {
     let last = stdout.lines().rfind(|l| l.starts_with("sample ")).unwrap_or("");
-    pages_of(last).map(|(_, total)| total).sum()
+    seen_in(last).values().map(|p| p.total).sum()
 }
 
 /// The scenario's pages away from their process's node at the run's start
@@ -156,7 +156,7 @@ fn resident_pages(stdout: &str) -> f64 {
 /// process's TOTAL - LOCAL.
 fn remote_pages_at_start(stdout: &str) -> f64 {
     let setup = stdout.lines().find(|l| l.starts_with("setup ")).unwrap_or("");
-    pages_of(setup).map(|(local, total)| total - local).sum()
+    seen_in(setup).values().map(|p| p.total - p.local).sum()
 }
 
 /// One process as a `setup` or `sample` line shows it.
@@ -244,14 +244,6 @@ fn moves_after_binds(stdout: &str) -> Vec<Bound> {
         });
     }
     bound
-}
-
-/// Each process's (local, total) pages of a sample line.
-fn pages_of(line: &str) -> impl Iterator<Item = (f64, f64)> + '_ {
-    line.split_whitespace().filter_map(|f| f.strip_prefix("pid=")).filter_map(|f| {
-        let (local, rest) = f.split_once(':')?.1.split_once('/')?;
-        Some((local.parse().ok()?, rest.split('@').next()?.parse().ok()?))
-    })
 }
 
 fn num(r: &BTreeMap<String, String>, key: &str) -> f64 {
