@@ -74,6 +74,17 @@ fn pid_list(args: &[String], name: &str) -> Vec<i32> {
     arg::<String>(args, name).unwrap_or_default().split(',').filter_map(|p| p.trim().parse().ok()).collect()
 }
 
+/// The CPUs of a kernel CPU list ("0-3,8"); malformed parts are skipped.
+fn cpus_of(list: &str) -> impl Iterator<Item = u32> + '_ {
+    list.trim()
+        .split(',')
+        .filter_map(|part| {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            Some(a.parse::<u32>().ok()?..=b.parse::<u32>().ok()?)
+        })
+        .flatten()
+}
+
 /// CPU id -> node id, from `/sys/devices/system/node/node*/cpulist`.
 fn cpu_nodes() -> BTreeMap<u32, u32> {
     let mut map = BTreeMap::new();
@@ -82,14 +93,7 @@ fn cpu_nodes() -> BTreeMap<u32, u32> {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
         let list = std::fs::read_to_string(e.path().join("cpulist")).unwrap_or_default();
-        for part in list.trim().split(',').filter(|p| !p.is_empty()) {
-            let (a, b) = part.split_once('-').unwrap_or((part, part));
-            if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
-                for cpu in a..=b {
-                    map.insert(cpu, node);
-                }
-            }
-        }
+        map.extend(cpus_of(&list).map(|cpu| (cpu, node)));
     }
     map
 }
@@ -165,14 +169,8 @@ fn split_pages(maps: &str) -> (BTreeMap<u32, u64>, BTreeMap<u32, u64>) {
 /// The nodes whose CPUs a process may run on, from its status
 /// `Cpus_allowed_list`, as a comma-separated list (empty when unreadable).
 fn allowed_nodes(status: &str, nodes: &BTreeMap<u32, u32>) -> String {
-    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("").trim();
-    let mut on = BTreeSet::new();
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
-            on.extend((a..=b).filter_map(|cpu| nodes.get(&cpu).copied()));
-        }
-    }
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("");
+    let on: BTreeSet<u32> = cpus_of(list).filter_map(|cpu| nodes.get(&cpu).copied()).collect();
     on.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
