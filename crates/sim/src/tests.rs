@@ -175,6 +175,7 @@ fn proc_(pid: i32, cpu_node: u32, mem: &[(u32, u64)], cpus: f64, threads: u32) -
         cpu_per_node: BTreeMap::from([(cpu_node, cpus)]),
         cpu_measured: true,
         rate_span_s: 0.0,
+        rates_from_s: None,
         affinity: NodeSet::parse_list("0-63").unwrap(),
         cpuset: NodeSet::new(),
         mem_policy: MemPolicy::Default,

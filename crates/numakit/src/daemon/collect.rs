@@ -14,6 +14,7 @@
 //! scan measures where they ran.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use super::config::Config;
 use super::history::History;
@@ -123,6 +124,8 @@ struct Ctx {
     /// Seconds `cpu_use` is over, and whether that is the configured
     /// span ([`Config::min_rate_span_s`]).
     span_s: f64,
+    /// The scan `cpu_use` is measured from.
+    rates_from: Option<f64>,
     long: bool,
     settling: bool,
     /// `pgmigrate_success` now.
@@ -136,6 +139,8 @@ struct Seen {
     start_ticks: u64,
     /// When it was read (the scan's monotonic clock).
     at: f64,
+    /// The scan it was read in ([`Stamp::scan_s`]).
+    scan_s: f64,
 }
 
 impl Timed for Seen {
@@ -233,8 +238,9 @@ impl Collector {
     }
 
     /// One scan. `include` says whether a process may be managed (the
-    /// configured include lists and `ctl include`). `mono_s` is a monotonic clock (rates), `wall_s` the time
-    /// put in the snapshot (it survives restarts, as the history needs).
+    /// configured include lists and `ctl include`). `mono_s` is a monotonic clock (rates), read at `taken`
+    /// (each reading is stamped `mono_s` plus the time since), `wall_s` the
+    /// time put in the snapshot (it survives restarts, as the history needs).
     #[allow(clippy::too_many_arguments)]
     pub fn scan(
         &mut self,
@@ -246,6 +252,7 @@ impl Collector {
         managed: &ManagedCgroups,
         mono_s: f64,
         wall_s: f64,
+        taken: Instant,
     ) -> Result<(Snapshot, ScanCounts), SysError> {
         let clk = pidstat::clock_ticks_per_sec();
         let page = stats::page_size();
@@ -289,7 +296,7 @@ impl Collector {
         let mut vanished = Vec::new();
         self.small.begin();
         let small_rules = small::Rules { window, busy: cfg.busy_thread_cpu, every: cfg.idle_small_read_every };
-        let stamp = Stamp::new(mono_s, sys.is_live(), self.read_step_s);
+        let stamp = Stamp::new(mono_s, wall_s, sys.is_live().then_some(taken), self.read_step_s);
         for &pid in &pids {
             // `statm` first: the kernel prints 7 numbers, where `stat` sums
             // every thread's times and faults and prints 52 fields.
@@ -354,8 +361,9 @@ impl Collector {
             let base = trail.base(at, min_span).filter(|_| window.is_some());
             let rate = base.map(|(p, _)| (cpu_s - p.cpu_s) / Stamp::span(p.at, at));
             let (span_s, long) = base.map_or((0.0, false), |(p, long)| (at - p.at, long));
+            let rates_from = base.map(|(p, _)| p.scan_s);
             let cpu_use = rate.unwrap_or(0.0);
-            trail.push(Seen { cpu_s, start_ticks: st.start_ticks, at }, min_span);
+            trail.push(Seen { cpu_s, start_ticks: st.start_ticks, at, scan_s: stamp.scan_s() }, min_span);
             seen.insert(pid, trail);
             if st.is_kernel_thread() || st.state == 'Z' || st.state == 'X' {
                 continue;
@@ -380,7 +388,7 @@ impl Collector {
                 }
                 continue;
             }
-            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, at, span_s, long, settling, migrated };
+            let ctx = Ctx { cpu_use, rss, age_s, window, mono_s, at, span_s, rates_from, long, settling, migrated };
             match self.details(
                 sys,
                 node_cpus,
@@ -449,7 +457,7 @@ impl Collector {
         threads_seen: &mut HashMap<i32, Trail<ThreadSeen>>,
         counters: Option<&mut ThreadCounters>,
     ) -> Result<Option<(ProcInfo, MapsEntry, bool)>, SysError> {
-        let Ctx { cpu_use, rss, age_s, window, mono_s, at, span_s, long, settling, migrated } = *ctx;
+        let Ctx { cpu_use, rss, age_s, window, mono_s, at, span_s, rates_from, long, settling, migrated } = *ctx;
         let min_span = cfg.min_rate_span_s.max(0.0);
         let pid = st.pid;
         let Some(uid) = pidstat::owner_uid(sys, pid) else { return Ok(None) };
@@ -478,16 +486,19 @@ impl Collector {
         // the measure of a process whose other threads are older).
         let mut long_used = 0.0;
         let mut cpu_wait = 0.0;
+        // The earliest scan any of its rates is measured from.
+        let mut rates_from = rates_from;
         let tids = procs::thread_ids(sys, pid)?;
         let instr_rate = counters.and_then(|c| c.rate(pid, &tids, at));
         for &tid in &tids {
             let Some(t) = read_thread(sys, node_cpus, pid, tid, stamp)? else { continue };
             let base = self.prev_threads.get(&tid).and_then(|tr| tr.base(t.at, min_span));
             keep_thread(&self.prev_threads, threads_seen, tid, t, min_span);
-            let ThreadSeen { cpu_ticks, node, wait_ns, at: t_at } = t;
+            let ThreadSeen { cpu_ticks, node, wait_ns, at: t_at, .. } = t;
             let Some(node) = node else { continue };
             *weights.entry(node).or_default() += 1.0;
             if let (Some((prev, long_t)), Some(_)) = (base, window) {
+                rates_from = Some(rates_from.map_or(prev.scan_s, |r: f64| r.min(prev.scan_s)));
                 let w = Stamp::span(prev.at, t_at);
                 let used = cpu_ticks.saturating_sub(prev.cpu_ticks) as f64 / clk / w;
                 if let (Some(now), Some(before)) = (wait_ns, prev.wait_ns) {
@@ -546,6 +557,7 @@ impl Collector {
                 cpu_per_node,
                 cpu_measured,
                 rate_span_s: span_s,
+                rates_from_s: rates_from,
                 affinity,
                 cpuset,
                 mem_policy,

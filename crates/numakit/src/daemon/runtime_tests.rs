@@ -189,7 +189,17 @@ impl Rig {
         t: f64,
         include: &dyn Fn(i32, &str, &str, u32) -> bool,
     ) -> Result<(Snapshot, ScanCounts), SysError> {
-        self.c.scan(&self.sys, &self.nc, &self.s, include, &History::new(), &Default::default(), t, 5000.0 + t)
+        self.c.scan(
+            &self.sys,
+            &self.nc,
+            &self.s,
+            include,
+            &History::new(),
+            &Default::default(),
+            t,
+            5000.0 + t,
+            std::time::Instant::now(),
+        )
     }
 }
 
@@ -774,6 +784,8 @@ fn a_rate_spans_at_least_min_rate_span_s() {
         let p = reco_at(t);
         assert!(!p.cpu_measured, "t={t}: {p:?}");
         assert!((p.rate_span_s - t as f64).abs() < 1e-9, "t={t}: {p:?}");
+        // From the first scan (its snapshot time, the rig's 5000 + t).
+        assert_eq!(p.rates_from_s, Some(5000.0), "t={t}: {p:?}");
         assert!((p.cpu_use - k as f64 / 100.0 / t as f64).abs() < 1e-9, "t={t}: {p:?}");
     }
     // From t=4: over the newest reading at least 4 s old; the late
@@ -786,6 +798,7 @@ fn a_rate_spans_at_least_min_rate_span_s() {
         assert!((p.cpu_use - want).abs() < 1e-9 && p.cpu_use >= 0.75, "t={t}: {p:?}");
         let on_3: f64 = p.cpu_per_node.get(&3).copied().unwrap_or(0.0);
         assert!((on_3 - want).abs() < 1e-9, "its thread over the same span, t={t}: {p:?}");
+        assert_eq!(p.rates_from_s, Some(5000.0 + (t - 4) as f64), "the scan they start from, t={t}: {p:?}");
     }
 }
 

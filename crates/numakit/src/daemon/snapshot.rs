@@ -105,6 +105,13 @@ pub struct ProcInfo {
     /// when measured). 0: not said (the scan's window applies).
     #[serde(default)]
     pub rate_span_s: f64,
+    /// The time ([`Snapshot::time_s`]) of the scan whose readings its rates
+    /// (CPU use, wait, `cpu_per_node`) are measured from, the earliest of
+    /// its own and its threads': a change applied after that scan is
+    /// inside them, one applied after a later scan is not. None: not said
+    /// (the scan's window applies).
+    #[serde(default)]
+    pub rates_from_s: Option<f64>,
     /// Nodes covered by the CPU affinity.
     #[serde(with = "sets_serde")]
     pub affinity: NodeSet,

@@ -56,6 +56,7 @@ impl Engine<'_> {
                 // The model knows where every thread ran all along.
                 cpu_measured: true,
                 rate_span_s: 0.0,
+                rates_from_s: None,
                 affinity: self.ids(j.mask),
                 cpuset: NodeSet::new(),
                 mem_policy: pol,

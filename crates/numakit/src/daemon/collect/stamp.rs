@@ -11,27 +11,42 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 /// The clock of one scan: the scan's monotonic time plus the time elapsed
-/// since it began, on the live system; on a dump (frozen files, tests)
-/// every reading is at the scan's time, or `step` seconds after the one
-/// before (a slow scan, for tests).
+/// since that time was read (`taken`), on the live system; on a dump
+/// (frozen files, tests) every reading is at the scan's time, or `step`
+/// seconds after the one before (a slow scan, for tests). Elapsed from
+/// when the scan's time was read, not from when the readings begin: what
+/// a scan does first (the first scan of a daemon pages its own code in)
+/// would otherwise be missing from every reading's time, and the first
+/// rates after it read low by that much.
 #[derive(Debug)]
 pub(super) struct Stamp {
     mono_s: f64,
-    started: Option<Instant>,
+    scan_s: f64,
+    taken: Option<Instant>,
     step: f64,
     readings: Cell<u32>,
 }
 
 impl Stamp {
-    pub(super) fn new(mono_s: f64, live: bool, step: f64) -> Self {
-        Self { mono_s, started: live.then(Instant::now), step, readings: Cell::new(0) }
+    /// `mono_s`: the scan's monotonic time, read at `taken` (None on a
+    /// dump); `scan_s`: the scan's time on the snapshot's clock
+    /// ([`Snapshot::time_s`](crate::daemon::Snapshot::time_s)).
+    pub(super) fn new(mono_s: f64, scan_s: f64, taken: Option<Instant>, step: f64) -> Self {
+        Self { mono_s, scan_s, taken, step, readings: Cell::new(0) }
     }
 
     /// Now, on the scan's monotonic clock (seconds).
     pub(super) fn now(&self) -> f64 {
         let n = self.readings.get();
         self.readings.set(n.saturating_add(1));
-        self.mono_s + self.started.map_or(0.0, |t| t.elapsed().as_secs_f64()) + self.step * f64::from(n)
+        self.mono_s + self.taken.map_or(0.0, |t| t.elapsed().as_secs_f64()) + self.step * f64::from(n)
+    }
+
+    /// The scan's time on the snapshot's clock: which scan a reading
+    /// belongs to (a change the daemon applies after a scan comes after
+    /// every reading of that scan and before every reading of the next).
+    pub(super) fn scan_s(&self) -> f64 {
+        self.scan_s
     }
 
     /// Seconds between two readings (at least a millisecond, so a rate is
@@ -139,15 +154,19 @@ mod tests {
 
     #[test]
     fn frozen_on_a_dump_moving_on_the_live_system() {
-        let dump = Stamp::new(10.0, false, 0.0);
-        assert_eq!((dump.now(), dump.now()), (10.0, 10.0));
-        let slow = Stamp::new(10.0, false, 0.5);
+        let dump = Stamp::new(10.0, 500.0, None, 0.0);
+        assert_eq!((dump.now(), dump.now(), dump.scan_s()), (10.0, 10.0, 500.0));
+        let slow = Stamp::new(10.0, 500.0, None, 0.5);
         assert_eq!((slow.now(), slow.now(), slow.now()), (10.0, 10.5, 11.0));
-        let live = Stamp::new(10.0, true, 0.0);
+        // Live: counted from when the scan's time was read, so work done
+        // before the first reading is in every reading's time.
+        let taken = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let live = Stamp::new(10.0, 500.0, Some(taken), 0.0);
         let a = live.now();
         std::thread::sleep(std::time::Duration::from_millis(5));
         let b = live.now();
-        assert!(a >= 10.0 && b >= a + 0.004, "{a} {b}");
+        assert!(a >= 10.02 && b >= a + 0.004, "{a} {b}");
         assert_eq!(Stamp::span(3.0, 3.0), 1e-3);
         assert_eq!(Stamp::span(3.0, 5.5), 2.5);
     }

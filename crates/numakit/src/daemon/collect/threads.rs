@@ -20,6 +20,8 @@ pub(super) struct ThreadSeen {
     pub(super) wait_ns: Option<u64>,
     /// When it was read ([`Stamp`]).
     pub(super) at: f64,
+    /// The scan it was read in ([`Stamp::scan_s`]).
+    pub(super) scan_s: f64,
 }
 
 impl Timed for ThreadSeen {
@@ -54,7 +56,7 @@ pub(super) fn read_thread(
     let Some(t) = procs::read_task_stat(sys, pid, tid)? else { return Ok(None) };
     let node = t.processor.and_then(|c| node_cpus.node_of(c));
     let wait_ns = procs::read_task_run_delay(sys, pid, tid)?;
-    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns, at: stamp.now() }))
+    Ok(Some(ThreadSeen { cpu_ticks: t.cpu_ticks, node, wait_ns, at: stamp.now(), scan_s: stamp.scan_s() }))
 }
 
 /// Every thread's reading of a process, for the next scans' rates.

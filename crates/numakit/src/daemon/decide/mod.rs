@@ -130,9 +130,11 @@ pub fn decide(machine: &Machine, snap: &Snapshot, cfg: &Config, history: &Histor
 /// When the window `p`'s rates are over began: the previous scan, or
 /// earlier when they span several scans (a short interval,
 /// [`Config::min_rate_span_s`](crate::daemon::Config::min_rate_span_s)).
-/// A move made since is still in them.
+/// A move made since is still in them. The collector says which scan they
+/// start from ([`ProcInfo::rates_from_s`]); a snapshot that gives only
+/// their span is taken back from now.
 fn rates_since(window_start: Option<f64>, now: f64, p: &ProcInfo) -> Option<f64> {
-    let own = (p.rate_span_s > 0.0).then_some(now - p.rate_span_s);
+    let own = p.rates_from_s.or_else(|| (p.rate_span_s > 0.0).then_some(now - p.rate_span_s));
     match (window_start, own) {
         (Some(w), Some(o)) => Some(w.min(o)),
         (w, o) => w.or(o),

@@ -25,10 +25,12 @@ pub struct ScanReport {
 }
 
 impl Service {
-    /// One scan. `mono_s` is a monotonic clock.
+    /// One scan. `mono_s` is a monotonic clock, read just before the call
+    /// (the scan's readings are stamped from it).
     pub fn scan(&mut self, mono_s: f64) -> Result<ScanReport, ServiceError> {
-        let cpu0 = thread_cpu_seconds();
+        // When `mono_s` was read (the collector stamps its readings from it).
         let t0 = std::time::Instant::now();
+        let cpu0 = thread_cpu_seconds();
         let wall = unix_now();
         self.forget_ended_targets()?;
         self.coexist = self.coexistence();
@@ -57,7 +59,7 @@ impl Service {
         let first = !self.collector.has_baseline();
         let (snap, counts) = self
             .collector
-            .scan(&self.sys, &self.node_cpus, &self.settings, &include, &self.state.history, &managed, mono_s, wall)
+            .scan(&self.sys, &self.node_cpus, &self.settings, &include, &self.state.history, &managed, mono_s, wall, t0)
             .map_err(|x| ServiceError(x.to_string()))?;
         let mut cfg = self.effective_config();
         // Processes in an excluded cgroup (a `none` batch job's) are seen,

@@ -100,6 +100,47 @@ fn a_move_is_not_judged_on_rates_that_span_it() {
     assert!(matches!(why_of(&d4, 7)[0], Why::Judged { .. }), "{:#?}", d4.actions);
 }
 
+/// Rates measured from the scan that made a move hold it, however their
+/// span reads: a scan reads a process seconds after its own start, and
+/// the next scans may read it sooner (a slow scan of many candidates, then
+/// quick ones), so `now - span` can fall after the move although every
+/// reading of that scan came before it. Neither judged nor moved again on
+/// them (it would read half where it was, and be moved away from the
+/// memory it was just bound to); judged on rates from the next scan.
+#[test]
+fn a_move_is_not_judged_on_rates_from_the_scan_that_made_it() {
+    let m = two();
+    let cfg = Config::default();
+    let p = job(7, 1, &[(0, 2)], 0.4);
+    let d1 = decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, &History::new());
+    assert_eq!(binds(&d1), [(7, "1".to_string())]);
+    let mut after = p;
+    after.age_s += 65.0;
+    after.affinity = ns("1");
+    after.mem_policy = MemPolicy::Preferred(ns("1"));
+    after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    // Half of the window on node 0, where its thread was at the reading
+    // that scan took before the bind.
+    after.cpu_per_node = BTreeMap::from([(0, 0.5), (1, 0.5)]);
+    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(1.15) };
+    let at = |t: f64, from: f64, h: &History| {
+        let mut q = after.clone();
+        q.age_s += t - 1065.0;
+        // Read 3 s into the scan that made the move, at once in this one.
+        q.rate_span_s = t - from - 3.0;
+        q.rates_from_s = Some(from);
+        decide(&m, &snap(t, &m, &[(0.0, 4), (0.0, 4)], vec![q]), &cfg, h)
+    };
+    let d2 = at(1065.0, 1000.0, &d1.history);
+    assert_eq!(why_of(&d2, 7), [&Why::Waiting], "{:#?}", d2.actions);
+    let d3 = at(1070.0, 1000.0, &d2.history);
+    assert_eq!(why_of(&d3, 7), [&Why::Waiting], "{:#?}", d3.actions);
+    assert!(d3.changes().next().is_none(), "{:#?}", d3.actions);
+    // From the scan after it: judged.
+    let d4 = at(1080.0, 1065.0, &d3.history);
+    assert!(matches!(why_of(&d4, 7)[0], Why::Judged { .. }), "{:#?}", d4.actions);
+}
+
 #[test]
 fn a_move_that_hurts_is_reverted_and_remembered() {
     let (_, d2) = move_then_judge(0.9, &History::new(), 7, 1000.0);

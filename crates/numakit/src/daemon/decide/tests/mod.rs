@@ -67,6 +67,7 @@ pub(super) fn proc_(pid: i32, comm: &str, cpu: &[(u32, f64)], mem: &[(u32, u64)]
         cpu_per_node: cpu.iter().copied().collect(),
         cpu_measured: true,
         rate_span_s: 0.0,
+        rates_from_s: None,
         affinity: ns("0-63"),
         cpuset: NodeSet::new(),
         mem_policy: MemPolicy::Default,
