@@ -1,19 +1,29 @@
 use super::*;
 
+/// Job `pid` bound to node 1 at `t0` (its 2 GiB on node 0 follow it): that
+/// decision, and the process as a scan `dt` seconds on sees it, on node 1
+/// with its memory there, making `progress` (instructions).
+fn bound_then(pid: i32, t0: f64, history: &History, dt: f64, progress: f64) -> (Decision, ProcInfo) {
+    let m = two();
+    let p = job(pid, 1, &[(0, 2)], 0.4);
+    let d1 = decide(&m, &snap(t0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &Config::default(), history);
+    assert_eq!(binds(&d1), [(pid, "1".to_string())], "{:#?}", d1.actions);
+    let mut after = p;
+    after.age_s += dt;
+    after.affinity = ns("1");
+    after.mem_policy = MemPolicy::Preferred(ns("1"));
+    after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(progress) };
+    (d1, after)
+}
+
 /// Moves a process, then judges it 120 s on with `progress` (a scan at
 /// 60 s between: the window in which a move is made is never judged).
 fn move_then_judge(progress: f64, history: &History, pid: i32, t0: f64) -> (Decision, Decision) {
     let m = two();
     let cfg = Config::default();
-    let p = job(pid, 1, &[(0, 2)], 0.4);
-    let d1 = decide(&m, &snap(t0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, history);
+    let (d1, after) = bound_then(pid, t0, history, 120.0, progress);
     assert_eq!(d1.changes().count(), 2, "{:#?}", d1.actions);
-    let mut after = p;
-    after.age_s += 120.0;
-    after.affinity = ns("1");
-    after.mem_policy = MemPolicy::Preferred(ns("1"));
-    after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
-    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(progress) };
     let mut between = after.clone();
     between.age_s -= 60.0;
     let db = decide(&m, &snap(t0 + 60.0, &m, &[(0.0, 4), (0.0, 4)], vec![between]), &cfg, &d1.history);
@@ -38,14 +48,7 @@ fn a_move_that_helps_is_kept() {
 fn a_move_is_not_judged_on_the_window_it_was_made_in() {
     let m = two();
     let cfg = Config::default();
-    let p = job(7, 1, &[(0, 2)], 0.4);
-    let d1 = decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, &History::new());
-    assert_eq!(binds(&d1), [(7, "1".to_string())]);
-    let mut during = p;
-    during.age_s += 120.0;
-    during.affinity = ns("1");
-    during.mem_policy = MemPolicy::Preferred(ns("1"));
-    during.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    let (d1, mut during) = bound_then(7, 1000.0, &History::new(), 120.0, 1.15);
     during.cpu_use = 0.6;
     during.cpu_per_node = BTreeMap::from([(0, 0.3), (1, 0.3)]);
     during.progress = Progress { cpu_rate: 0.6, instr_rate: Some(0.6) };
@@ -69,16 +72,7 @@ fn a_move_is_not_judged_on_the_window_it_was_made_in() {
 fn a_move_is_not_judged_on_rates_that_span_it() {
     let m = two();
     let cfg = Config::default();
-    let p = job(7, 1, &[(0, 2)], 0.4);
-    let d1 = decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, &History::new());
-    assert_eq!(binds(&d1), [(7, "1".to_string())]);
-    let mut after = p;
-    after.age_s += 65.0;
-    after.affinity = ns("1");
-    after.mem_policy = MemPolicy::Preferred(ns("1"));
-    after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
-    after.cpu_per_node = BTreeMap::from([(1, 1.0)]);
-    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(1.15) };
+    let (d1, after) = bound_then(7, 1000.0, &History::new(), 65.0, 1.15);
     let at = |t: f64, span: f64, h: &History| {
         let mut q = after.clone();
         q.age_s += t - 1065.0;
@@ -111,18 +105,10 @@ fn a_move_is_not_judged_on_rates_that_span_it() {
 fn a_move_is_not_judged_on_rates_from_the_scan_that_made_it() {
     let m = two();
     let cfg = Config::default();
-    let p = job(7, 1, &[(0, 2)], 0.4);
-    let d1 = decide(&m, &snap(1000.0, &m, &[(0.0, 4), (0.0, 4)], vec![p.clone()]), &cfg, &History::new());
-    assert_eq!(binds(&d1), [(7, "1".to_string())]);
-    let mut after = p;
-    after.age_s += 65.0;
-    after.affinity = ns("1");
-    after.mem_policy = MemPolicy::Preferred(ns("1"));
-    after.mem_per_node = BTreeMap::from([(1, 2 * GIB)]);
+    let (d1, mut after) = bound_then(7, 1000.0, &History::new(), 65.0, 1.15);
     // Half of the window on node 0, where its thread was at the reading
     // that scan took before the bind.
     after.cpu_per_node = BTreeMap::from([(0, 0.5), (1, 0.5)]);
-    after.progress = Progress { cpu_rate: 1.0, instr_rate: Some(1.15) };
     let at = |t: f64, from: f64, h: &History| {
         let mut q = after.clone();
         q.age_s += t - 1065.0;
