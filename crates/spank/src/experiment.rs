@@ -299,6 +299,9 @@ pub fn finish(spank: SpankHandle, dir: Option<&Path>, numa: Option<Numa>, site: 
     };
     let record = StepOutcome::new(&s.ids, &s.assignment, step, hardware);
     if let Err(e) = files::append_line(&dir.join(OUTCOMES), &record.to_line()) {
-        ffi::log(Level::Error, &format!("numakit: {who}: outcome to {}: {e}", dir.join(OUTCOMES).display()));
+        ffi::log(
+            Level::Error,
+            &format!("numakit: {who}: outcome to {}: {e}", numakit::text::path(&dir.join(OUTCOMES))),
+        );
     }
 }

@@ -390,7 +390,7 @@ pub fn exit(spank: SpankHandle) -> Result<(), ()> {
     ffi::log(Level::Info, &format!("numakit: slurm job {} report {line}", ids.step()));
     if let Some(dir) = &r.dir {
         if let Err(e) = crate::report::append_site(dir, &line) {
-            error(&format!("slurm job {}: report to {}: {e}", ids.step(), dir.display()));
+            error(&format!("slurm job {}: report to {}: {e}", ids.step(), numakit::text::path(dir)));
         }
     }
     if let Some(pattern) = &r.file {
@@ -403,7 +403,7 @@ pub fn exit(spank: SpankHandle) -> Result<(), ()> {
         let uid = ffi::get_u32(spank, Item::JobUid).unwrap_or(u32::MAX);
         let gid = ffi::get_u32(spank, Item::JobGid).unwrap_or(u32::MAX);
         if let Err(e) = crate::report::append_as(&path, &text, uid, gid) {
-            error(&format!("slurm job {}: --numa-report {}: {e}", ids.step(), path.display()));
+            error(&format!("slurm job {}: --numa-report {}: {e}", ids.step(), numakit::text::path(&path)));
         }
     }
     Ok(())

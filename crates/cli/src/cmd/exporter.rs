@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use clap::builder::RangedU64ValueParser;
 use clap::Args;
-use numakit::batch::ledger::{arm_of, is_running, Entry, Ledger};
+use numakit::batch::ledger::{arm_of, is_running, Ledger, Recorded};
 use numakit::daemon::protocol::Status;
 use numakit::present::prometheus;
 use numakit::stats::cgroup::{CgroupDir, CgroupError, CgroupSample, JobReport};
@@ -97,11 +97,11 @@ fn daemon_families(path: &Path) -> String {
 /// Each job's experiment arm, from the ledger's entries of running
 /// processes (none where the ledger cannot be read).
 fn arms(sys: &SysRoot, ledger: &Path) -> impl Fn(&JobReport) -> Option<prometheus::ArmLabels> {
-    let entries: Vec<Entry> = Ledger::new(ledger)
-        .read_all()
+    let entries: Vec<Recorded> = Ledger::new(ledger)
+        .read_all(sys)
         .unwrap_or_default()
         .into_iter()
-        .filter(|e| e.arm.is_some() && is_running(sys, e))
+        .filter(|r| r.entry.arm.is_some() && is_running(sys, &r.entry))
         .collect();
     move |r: &JobReport| {
         let pids: Vec<i32> = r.processes.iter().map(|p| p.pid).collect();

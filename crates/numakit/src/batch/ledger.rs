@@ -15,16 +15,19 @@
 //!
 //! The folder is shared by every user's jobs on the host (a Slurm task is
 //! placed as its user): it is created mode 1777 (sticky, as `/tmp`), so a
-//! user adds and removes only their own entries.
+//! user adds and removes only their own entries. Every name in it is
+//! opened by [`crate::files::shared`]'s rule (no link followed, no FIFO
+//! waited on, bounded reads, new files created exclusively under names
+//! nobody can guess, the lock an `flock` on the folder itself), and an
+//! entry speaks for its process only when root or the process's owner
+//! wrote it ([`Recorded`]).
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{self, FileLock};
+use crate::files::{self, DirLock, SharedDir};
 use crate::procs;
 use crate::sys::SysRoot;
 
@@ -40,6 +43,13 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// The most read of one entry file (an entry is a few hundred bytes).
 const MAX_ENTRY_BYTES: u64 = 64 << 10;
+
+/// The most read of a note file (a note is one line of a message).
+const MAX_NOTE_BYTES: u64 = 4 << 10;
+
+/// The folder's mode when numakit creates it: every user's jobs write
+/// there, each only their own entries (sticky).
+pub const DIR_MODE: u32 = 0o1777;
 
 /// What one placement takes on one node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,11 +116,24 @@ pub struct Entry {
     pub arm: Option<ArmTag>,
 }
 
+/// An entry as read, with the owner of its file: what a reader may take
+/// from it. Only entries written by root or by their process's owner are
+/// read at all ([`Ledger::read_all`]); root's alone speak for a batch job
+/// by its name ([`arm_of`]), and a placement counts the entries of its own
+/// job's other steps apart only when its own user wrote them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The entry.
+    pub entry: Entry,
+    /// Its file's owner (uid).
+    pub owner: u32,
+}
+
 /// A record that cannot be used, in one line.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     /// The folder or a file in it.
-    #[error("job ledger {path}: {source}")]
+    #[error("job ledger {}: {source}", crate::text::path(path))]
     Io {
         /// The path.
         path: PathBuf,
@@ -118,7 +141,7 @@ pub enum LedgerError {
         source: std::io::Error,
     },
     /// Another placement held the lock too long.
-    #[error("job ledger {path}: another placement on this host held the lock for {secs} s")]
+    #[error("job ledger {}: another placement on this host held the lock for {secs} s", crate::text::path(path))]
     Busy {
         /// The lock file.
         path: PathBuf,
@@ -138,7 +161,8 @@ pub struct Ledger {
 #[derive(Debug)]
 pub struct Locked<'a> {
     ledger: &'a Ledger,
-    _lock: FileLock,
+    dir: SharedDir,
+    _lock: DirLock,
 }
 
 impl Ledger {
@@ -159,36 +183,45 @@ impl Ledger {
     /// Creates the folder (mode 1777, shared by all users' jobs) if it is
     /// missing.
     pub fn create(&self) -> Result<(), LedgerError> {
-        if self.dir.is_dir() {
-            return Ok(());
+        self.open_created().map(|_| ())
+    }
+
+    fn open_created(&self) -> Result<SharedDir, LedgerError> {
+        SharedDir::create(&self.dir, DIR_MODE).map_err(|e| self.io(&self.dir, e))
+    }
+
+    /// The folder, open; `None` when there is none.
+    fn open(&self) -> Result<Option<SharedDir>, LedgerError> {
+        match SharedDir::open(&self.dir) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io(&self.dir, e)),
         }
-        fs::create_dir_all(&self.dir).map_err(|e| self.io(&self.dir, e))?;
-        fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o1777)).map_err(|e| self.io(&self.dir, e))
     }
 
     /// Locks the record (creating the folder if needed), waiting at most
-    /// `wait` for another placement.
+    /// `wait` for another placement. The lock is the folder's own
+    /// ([`SharedDir::lock`]): no write access is needed to take it, and no
+    /// file in the folder can stand in for it.
     pub fn lock(&self, wait: Duration) -> Result<Locked<'_>, LedgerError> {
-        self.create()?;
-        let path = self.dir.join(".lock");
-        match FileLock::acquire(&path, wait) {
-            Ok(Some(l)) => Ok(Locked { ledger: self, _lock: l }),
-            Ok(None) => Err(LedgerError::Busy { path, secs: wait.as_secs() }),
-            Err(e) => Err(self.io(&path, e)),
+        let dir = self.open_created()?;
+        match dir.lock(wait) {
+            Ok(Some(l)) => Ok(Locked { ledger: self, dir, _lock: l }),
+            Ok(None) => Err(LedgerError::Busy { path: self.dir.clone(), secs: wait.as_secs() }),
+            Err(e) => Err(self.io(&self.dir, e)),
         }
     }
 
     fn entry_path(&self, pid: i32) -> PathBuf {
-        self.dir.join(format!("{pid}.json"))
+        self.dir.join(entry_name(pid))
     }
 
     /// Removes the entry of `pid` (a missing one is not an error): what a
     /// job's end does where it can.
     pub fn remove(&self, pid: i32) -> Result<(), LedgerError> {
-        let p = self.entry_path(pid);
-        match fs::remove_file(&p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.io(&p, e)),
-            _ => Ok(()),
+        match self.open()? {
+            Some(dir) => dir.remove(entry_name(pid)).map_err(|e| self.io(&self.entry_path(pid), e)),
+            None => Ok(()),
         }
     }
 
@@ -210,7 +243,8 @@ impl Ledger {
             .ok()
             .flatten()
             .ok_or_else(|| self.io(&self.entry_path(pid), std::io::Error::other("the process is gone")))?;
-        let mine = self.read_all()?.into_iter().find(|e| e.pid == pid && e.start_ticks == st.start_ticks);
+        let mine =
+            held.read(sys)?.into_iter().map(|r| r.entry).find(|e| e.pid == pid && e.start_ticks == st.start_ticks);
         let e = match mine {
             Some(e) => Entry { arm: Some(arm), ..e },
             None => Entry {
@@ -230,46 +264,61 @@ impl Ledger {
     /// given is kept in `.note.UID` in the folder, and the same note again
     /// is not new. So an error every job start meets (a missing key) is
     /// logged once, not once per job; a different one is logged again.
-    /// A folder that cannot be written makes every note new.
+    /// A note file another user wrote does not count, and a folder that
+    /// cannot be written makes every note new.
     pub fn note_once(&self, note: &str) -> bool {
         // SAFETY: geteuid has no preconditions.
-        let path = self.dir.join(format!(".note.{}", unsafe { libc::geteuid() }));
-        if fs::read(&path).is_ok_and(|old| old == note.as_bytes()) {
+        let me = unsafe { libc::geteuid() };
+        let name = format!(".note.{me}");
+        let Ok(dir) = self.open_created() else { return true };
+        if dir.read(&name, MAX_NOTE_BYTES).is_ok_and(|f| f.owner == me && f.bytes == note.as_bytes()) {
             return false;
         }
-        let _ = self.create();
-        let _ = files::write_replace(&path, note.as_bytes());
+        let _ = dir.replace(&name, note.as_bytes(), 0o644, false);
         true
     }
 
-    /// Every entry whose file reads, without checking the processes
-    /// (files that are not entries are skipped).
-    pub fn read_all(&self) -> Result<Vec<Entry>, LedgerError> {
-        let rd = match fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(self.io(&self.dir, e)),
-        };
-        let mut out = Vec::new();
-        for e in rd.flatten() {
-            let name = e.file_name();
-            let Some(pid) = name.to_str().and_then(|n| n.strip_suffix(".json")).and_then(|p| p.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            // Small regular files only (an entry is a few hundred bytes):
-            // the folder is every user's, and a FIFO, a link or a huge
-            // file there must not stop or flood another user's placement.
-            let Ok(text) = files::read_bounded(&e.path(), MAX_ENTRY_BYTES, false) else { continue };
-            if let Ok(entry) = serde_json::from_slice::<Entry>(&text) {
-                if entry.pid == pid {
-                    out.push(entry);
-                }
-            }
+    /// Every entry whose file reads and may speak for its process (root's,
+    /// or its process's owner's; see [`Recorded`]), without checking that
+    /// the processes run (files that are not entries are skipped).
+    pub fn read_all(&self, sys: &SysRoot) -> Result<Vec<Recorded>, LedgerError> {
+        match self.open()? {
+            Some(dir) => read_entries(self, &dir, sys),
+            None => Ok(Vec::new()),
         }
-        out.sort_by_key(|e| e.pid);
-        Ok(out)
     }
+}
+
+fn entry_name(pid: i32) -> String {
+    format!("{pid}.json")
+}
+
+/// The entries in `dir` (see [`Ledger::read_all`]).
+fn read_entries(ledger: &Ledger, dir: &SharedDir, sys: &SysRoot) -> Result<Vec<Recorded>, LedgerError> {
+    let names = dir.names().map_err(|e| ledger.io(&ledger.dir, e))?;
+    let mut out = Vec::new();
+    for (name, _) in names {
+        let Some(pid) = name.to_str().and_then(|n| n.strip_suffix(".json")).and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        // Small regular files only (an entry is a few hundred bytes): the
+        // folder is every user's, and a FIFO, a link or a huge file there
+        // must not stop or flood another user's placement.
+        let Ok(found) = dir.read(&name, MAX_ENTRY_BYTES) else { continue };
+        let Ok(entry) = serde_json::from_slice::<Entry>(&found.bytes) else { continue };
+        if entry.pid == pid && may_speak_for(sys, pid, found.owner) {
+            out.push(Recorded { entry, owner: found.owner });
+        }
+    }
+    out.sort_by_key(|r| r.entry.pid);
+    Ok(out)
+}
+
+/// Whether a file `owner` wrote may speak for process `pid`: root's may,
+/// and its process's owner's (the owner of `/proc/PID`). An entry of a
+/// process that is gone is read (to be found ended and removed).
+fn may_speak_for(sys: &SysRoot, pid: i32, owner: u32) -> bool {
+    owner == 0 || procs::pidstat::owner_uid(sys, pid).is_none_or(|uid| uid == owner)
 }
 
 /// Whether the process of `e` still runs (same pid, same start time, not
@@ -279,52 +328,75 @@ pub fn is_running(sys: &SysRoot, e: &Entry) -> bool {
 }
 
 impl Locked<'_> {
+    /// Every entry that reads ([`Ledger::read_all`]).
+    pub fn read(&self, sys: &SysRoot) -> Result<Vec<Recorded>, LedgerError> {
+        read_entries(self.ledger, &self.dir, sys)
+    }
+
     /// The entries of processes that still run; the files of ended ones
-    /// are removed (where the folder lets this user).
-    pub fn live(&self, sys: &SysRoot) -> Result<Vec<Entry>, LedgerError> {
+    /// are removed (where the folder lets this user), as are temporary
+    /// files whose writer was killed.
+    pub fn live(&self, sys: &SysRoot) -> Result<Vec<Recorded>, LedgerError> {
         let mut live = Vec::new();
-        for e in self.ledger.read_all()? {
-            if is_running(sys, &e) {
-                live.push(e);
+        for r in self.read(sys)? {
+            if is_running(sys, &r.entry) {
+                live.push(r);
             } else {
-                let _ = fs::remove_file(self.ledger.entry_path(e.pid));
+                let _ = self.dir.remove(entry_name(r.entry.pid));
+            }
+        }
+        for (name, _) in self.dir.names().unwrap_or_default() {
+            let writer = name.to_str().and_then(|n| n.strip_prefix('.')).and_then(|n| n.split_once(".tmp."));
+            let dead = writer
+                .and_then(|(target, _)| files::temp_writer(&name, target.as_ref()))
+                .is_some_and(|pid| i32::try_from(pid).is_ok_and(|p| matches!(procs::read_proc_stat(sys, p), Ok(None))));
+            if dead {
+                let _ = self.dir.remove(&name);
             }
         }
         Ok(live)
     }
 
-    /// Adds (or replaces) the entry of `e.pid`.
+    /// Adds (or replaces) the entry of `e.pid`: a new file created
+    /// exclusively and renamed over the old one ([`SharedDir::replace`]).
     pub fn record(&self, e: &Entry) -> Result<(), LedgerError> {
         let p = self.ledger.entry_path(e.pid);
         let text = serde_json::to_vec(e).map_err(|x| self.ledger.io(&p, std::io::Error::other(x)))?;
         // Atomic, not durable: the ledger lives in /run (gone at reboot) and
         // every reader checks an entry's process, so an fsync would only cost
         // each job start milliseconds where /run is on disk.
-        files::write_replace(&p, &text).map_err(|x| self.ledger.io(&p, x))
+        self.dir.replace(entry_name(e.pid), &text, 0o644, false).map_err(|x| self.ledger.io(&p, x))
     }
 
     /// Removes the entry of `pid`.
     pub fn remove(&self, pid: i32) -> Result<(), LedgerError> {
-        self.ledger.remove(pid)
+        self.dir.remove(entry_name(pid)).map_err(|e| self.ledger.io(&self.ledger.entry_path(pid), e))
     }
 }
 
 /// The arm of the job a cgroup holds, from the ledger's `entries` (live
 /// ones, [`Locked::live`] or [`is_running`]): the entry of the Slurm job
-/// `slurm_job` (its slurmstepd's), else one whose process is among
-/// `pids` (a wrapper's job). `None` when no entry carries an arm.
-pub fn arm_of<'a>(entries: &'a [Entry], slurm_job: Option<u64>, pids: &[i32]) -> Option<&'a ArmTag> {
-    let with_arm = || entries.iter().filter(|e| e.arm.is_some());
+/// `slurm_job` (its slurmstepd's, root's: a user's entry does not speak
+/// for a job by name), else one whose process is among `pids` (a
+/// wrapper's job). `None` when no entry carries an arm.
+pub fn arm_of<'a>(entries: &'a [Recorded], slurm_job: Option<u64>, pids: &[i32]) -> Option<&'a ArmTag> {
+    let with_arm = || entries.iter().filter(|r| r.entry.arm.is_some());
     let by_job = slurm_job.and_then(|j| {
         let name = format!("slurm job {j}");
-        with_arm().find(|e| e.job_step.as_ref().is_some_and(|s| s.job == name))
+        with_arm().find(|r| r.owner == 0 && r.entry.job_step.as_ref().is_some_and(|s| s.job == name))
     });
-    by_job.or_else(|| with_arm().find(|e| pids.contains(&e.pid))).and_then(|e| e.arm.as_ref())
+    by_job.or_else(|| with_arm().find(|r| pids.contains(&r.entry.pid))).and_then(|r| r.entry.arm.as_ref())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn entries(r: Vec<Recorded>) -> Vec<Entry> {
+        r.into_iter().map(|r| r.entry).collect()
+    }
 
     fn entry(pid: i32, start: u64) -> Entry {
         Entry {
@@ -359,9 +431,9 @@ mod tests {
         for e in [entry(10, 500), entry(11, 600), entry(12, 700), entry(13, 800)] {
             g.record(&e).unwrap();
         }
-        assert_eq!(g.live(&sys).unwrap(), vec![entry(10, 500)]);
+        assert_eq!(entries(g.live(&sys).unwrap()), vec![entry(10, 500)]);
         // The ended ones' files are gone; the live one's stays.
-        assert_eq!(l.read_all().unwrap(), vec![entry(10, 500)]);
+        assert_eq!(entries(l.read_all(&sys).unwrap()), vec![entry(10, 500)]);
         let mode = fs::metadata(l.dir()).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o1777);
     }
@@ -370,12 +442,13 @@ mod tests {
     fn garbage_and_misnamed_files_are_not_entries() {
         let d = tempfile::tempdir().unwrap();
         let l = Ledger::new(d.path());
+        let sys = SysRoot::at(d.path().join("no-proc"));
         fs::write(d.path().join("5.json"), "not json").unwrap();
         fs::write(d.path().join("6.json"), serde_json::to_vec(&entry(7, 1)).unwrap()).unwrap();
         fs::write(d.path().join("notes.txt"), "x").unwrap();
         fs::write(d.path().join("8.json"), serde_json::to_vec(&entry(8, 1)).unwrap()).unwrap();
-        assert_eq!(l.read_all().unwrap(), vec![entry(8, 1)]);
-        assert!(Ledger::new(d.path().join("missing")).read_all().unwrap().is_empty());
+        assert_eq!(entries(l.read_all(&sys).unwrap()), vec![entry(8, 1)]);
+        assert!(Ledger::new(d.path().join("missing")).read_all(&sys).unwrap().is_empty());
     }
 
     #[test]
@@ -407,7 +480,7 @@ mod tests {
         l.tag(&sys, 10, "x", None, tag.clone()).unwrap();
         let step = JobStep { job: "slurm job 4".into(), step: "slurm job 4.0".into() };
         l.tag(&sys, 11, "slurm job 4.0 arm", Some(&step), tag.clone()).unwrap();
-        let all = l.read_all().unwrap();
+        let all = entries(l.read_all(&sys).unwrap());
         assert_eq!(all[0], Entry { arm: Some(tag.clone()), ..entry(10, 500) }, "the placement kept, the arm added");
         assert_eq!((all[1].start_ticks, all[1].claims.len()), (600, 0));
         assert_eq!((all[1].job_step.as_ref(), all[1].arm.as_ref()), (Some(&step), Some(&tag)));
@@ -420,16 +493,25 @@ mod tests {
     fn the_arm_of_a_job_by_slurm_job_or_by_pid() {
         let tag = |arm: &str| ArmTag { experiment: Some("q".into()), arm: arm.into(), source: "assigned".into() };
         let step = JobStep { job: "slurm job 4".into(), step: "slurm job 4.0".into() };
+        let root = |entry| Recorded { entry, owner: 0 };
         let entries = vec![
-            Entry { arm: Some(tag("auto")), job_step: Some(step), ..entry(10, 1) },
-            Entry { arm: Some(tag("none")), ..entry(20, 1) },
-            entry(30, 1),
+            root(Entry { arm: Some(tag("auto")), job_step: Some(step.clone()), ..entry(10, 1) }),
+            root(Entry { arm: Some(tag("none")), ..entry(20, 1) }),
+            root(entry(30, 1)),
         ];
         assert_eq!(arm_of(&entries, Some(4), &[]).map(|t| t.arm.as_str()), Some("auto"));
         assert_eq!(arm_of(&entries, Some(5), &[7, 20]).map(|t| t.arm.as_str()), Some("none"));
         assert_eq!(arm_of(&entries, None, &[20]).map(|t| t.arm.as_str()), Some("none"));
         assert_eq!(arm_of(&entries, None, &[30]), None, "an entry without an arm");
         assert_eq!(arm_of(&entries, Some(44), &[]), None);
+        // A user's entry names a job: it does not speak for the job by its
+        // name (slurmstepd's, root's, does), only for the user's own pid.
+        let forged = vec![Recorded {
+            entry: Entry { arm: Some(tag("none")), job_step: Some(step), ..entry(40, 1) },
+            owner: 1000,
+        }];
+        assert_eq!(arm_of(&forged, Some(4), &[]), None);
+        assert_eq!(arm_of(&forged, Some(4), &[40]).map(|t| t.arm.as_str()), Some("none"));
     }
 
     #[test]
@@ -452,5 +534,70 @@ mod tests {
         assert!(e.to_string().contains("another placement on this host held the lock"), "{e}");
         drop(held);
         l.lock(Duration::from_millis(10)).unwrap();
+    }
+
+    #[test]
+    fn a_planted_name_never_leads_a_record_out_of_the_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path().join("jobs"));
+        l.create().unwrap();
+        let victim = d.path().join("root-file");
+        fs::write(&victim, "precious").unwrap();
+        // The old scheme's temporary name, and the entry's own name.
+        std::os::unix::fs::symlink(&victim, l.dir().join(format!(".10.json.tmp.{}", std::process::id()))).unwrap();
+        std::os::unix::fs::symlink(&victim, l.dir().join("10.json")).unwrap();
+        l.lock(Duration::from_millis(50)).unwrap().record(&entry(10, 500)).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(fs::symlink_metadata(l.dir().join("10.json")).unwrap().is_file());
+    }
+
+    #[test]
+    fn a_note_file_made_a_fifo_or_a_flood_is_neither_waited_on_nor_read() {
+        for plant in ["fifo", "zero"] {
+            let d = tempfile::tempdir().unwrap();
+            let l = Ledger::new(d.path().join("jobs"));
+            l.create().unwrap();
+            // SAFETY: geteuid has no preconditions.
+            let note = l.dir().join(format!(".note.{}", unsafe { libc::geteuid() }));
+            if plant == "fifo" {
+                let c = std::ffi::CString::new(note.to_str().unwrap()).unwrap();
+                // SAFETY: mkfifo with a NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &note).unwrap();
+            }
+            let t = std::time::Instant::now();
+            assert!(l.note_once("key /k: missing"), "{plant}");
+            assert!(t.elapsed() < Duration::from_secs(2), "{plant}: waited {:?}", t.elapsed());
+            assert!(!l.note_once("key /k: missing"), "{plant}: the note replaced the planted name");
+        }
+    }
+
+    #[test]
+    fn an_entry_speaks_for_its_process_only_when_root_or_its_owner_wrote_it() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("needs root to give files other owners");
+            assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        proc_root(&root, 10, 500, 'S'); // root's process
+        proc_root(&root, 11, 600, 'S'); // user 65534's process
+        std::os::unix::fs::chown(root.join("proc/11"), Some(65534), None).unwrap();
+        let sys = SysRoot::at(&root);
+        let l = Ledger::new(d.path().join("jobs"));
+        let g = l.lock(Duration::from_millis(50)).unwrap();
+        g.record(&entry(10, 500)).unwrap();
+        g.record(&entry(11, 600)).unwrap();
+        let pids = |r: Vec<Recorded>| r.iter().map(|r| (r.entry.pid, r.owner)).collect::<Vec<_>>();
+        assert_eq!(pids(g.live(&sys).unwrap()), vec![(10, 0), (11, 0)], "root's entries speak for anybody");
+        // User 65534 wrote both: only its own process's entry is read.
+        for f in ["10.json", "11.json"] {
+            std::os::unix::fs::chown(l.dir().join(f), Some(65534), None).unwrap();
+        }
+        assert_eq!(pids(g.live(&sys).unwrap()), vec![(11, 65534)]);
+        assert!(l.dir().join("10.json").exists(), "a forged entry of a live process is left, not trusted");
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::ledger::Entry;
+use super::ledger::{Claim, Entry};
 use crate::daemon::ctl::{Client, ClientError};
 use crate::place::auto::{self, NodeLoad};
 use crate::procs;
@@ -82,26 +82,55 @@ pub struct NodeClaims {
     pub outstanding_bytes: u64,
 }
 
-/// The claims of live ledger entries per node. A job's memory claim counts
-/// only as far as the job has not yet made it resident (`VmRSS`, from
-/// `/proc/PID/status`, spread over its nodes in the claims' proportion):
-/// what is resident is already out of the node's free memory.
-pub fn claims_of(sys: &SysRoot, entries: &[Entry]) -> BTreeMap<u32, NodeClaims> {
+/// The claims of live ledger entries per node, each entry's as far as
+/// [`credible_claims`] allows. A job's memory claim counts only as far as
+/// the job has not yet made it resident (`VmRSS`, from `/proc/PID/status`,
+/// spread over its nodes in the claims' proportion): what is resident is
+/// already out of the node's free memory. An entry whose process's status
+/// cannot be read claims nothing.
+pub fn claims_of(sys: &SysRoot, topo: &Topology, entries: &[Entry]) -> BTreeMap<u32, NodeClaims> {
     let mut out: BTreeMap<u32, NodeClaims> = BTreeMap::new();
     for e in entries {
-        let asked: u64 = e.claims.iter().map(|c| c.mem_bytes).sum();
-        let rss = if asked > 0 { procs::read_status(sys, e.pid).ok().flatten().map_or(0, |s| s.rss_bytes) } else { 0 };
-        let left = asked.saturating_sub(rss);
-        for c in &e.claims {
+        let Ok(Some(status)) = procs::read_status(sys, e.pid) else { continue };
+        let claims = credible_claims(topo, &status, &e.claims);
+        let asked: u64 = claims.iter().fold(0, |a, c| a.saturating_add(c.mem_bytes));
+        let left = asked.saturating_sub(status.rss_bytes);
+        for c in &claims {
             let n = out.entry(c.node).or_default();
-            n.jobs += 1;
-            n.cpus += c.cpus;
+            n.jobs = n.jobs.saturating_add(1);
+            n.cpus = n.cpus.saturating_add(c.cpus);
             if asked > 0 {
-                n.outstanding_bytes += (u128::from(c.mem_bytes) * u128::from(left) / u128::from(asked)) as u64;
+                let share = (u128::from(c.mem_bytes) * u128::from(left) / u128::from(asked)) as u64;
+                n.outstanding_bytes = n.outstanding_bytes.saturating_add(share);
             }
         }
     }
     out
+}
+
+/// What a ledger entry's claims may take (pure): an entry is a file any
+/// user may write for their own process, so its claims count only as far
+/// as the machine and the limits the batch system set on the process
+/// (its allowed CPUs and memory nodes, `status`) allow. A claim on a node
+/// the machine lacks is dropped; CPUs count at most the node's CPUs the
+/// process may run on, and only when the process runs within its claimed
+/// nodes (a placement binds it there: one allowed elsewhere was not placed
+/// so, or left its placement); memory counts at most the node's size, on
+/// nodes the process may take memory from.
+pub fn credible_claims(topo: &Topology, status: &procs::Status, claims: &[Claim]) -> Vec<Claim> {
+    let nodes: crate::sets::NodeSet = claims.iter().map(|c| c.node).filter(|n| topo.node(*n).is_some()).collect();
+    let within = status.cpus_allowed.is_subset(&topo.cpus_of_nodes(&nodes));
+    claims
+        .iter()
+        .filter_map(|c| {
+            let node = topo.node(c.node)?;
+            let may_run = node.cpus.intersection(&status.cpus_allowed).len();
+            let cpus = if within { c.cpus.min(u32::try_from(may_run).unwrap_or(u32::MAX)) } else { 0 };
+            let size = node.memory.as_ref().map_or(0, |m| m.total_bytes);
+            let mem_bytes = if status.mems_allowed.contains(c.node) { c.mem_bytes.min(size) } else { 0 };
+            Some(Claim { node: c.node, cpus, mem_bytes })
+        })
+        .collect()
 }
 
 /// The loads with the ledger's claims taken off: a node's idle CPUs are
@@ -130,7 +159,6 @@ pub fn with_claims(topo: &Topology, loads: &[NodeLoad], claims: &BTreeMap<u32, N
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::ledger::Claim;
     use crate::topo::synth::SynthMachine;
 
     /// Four nodes of two CPUs (node `n` has CPUs `n` and `n + 4`).
@@ -174,7 +202,7 @@ mod tests {
         std::fs::create_dir_all(&p).unwrap();
         std::fs::write(
             p.join("status"),
-            "Name:\tjob\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\nVmRSS:\t  1048576 kB\n",
+            "Name:\tjob\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0-1\nVmRSS:\t  1048576 kB\n",
         )
         .unwrap();
         let sys = SysRoot::at(d.path());
@@ -190,10 +218,69 @@ mod tests {
             job_step: None,
             arm: None,
         };
-        let c = claims_of(&sys, &[e]);
+        let c = claims_of(&sys, &topo4(), &[e]);
         // 4 GiB asked, 1 GiB resident: 3 GiB left, 3:1 over the nodes.
         assert_eq!(c[&0].outstanding_bytes, (9 << 30) / 4);
         assert_eq!(c[&1].outstanding_bytes, (3 << 30) / 4);
         assert_eq!((c[&0].jobs, c[&0].cpus), (1, 1));
+    }
+
+    fn status(cpus: &str, mems: &str) -> procs::Status {
+        let text = format!("Name:\tjob\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t{mems}\nVmRSS:\t0 kB\n");
+        procs::parse_status(&text).unwrap()
+    }
+
+    #[test]
+    fn claims_count_only_as_far_as_the_machine_and_the_process_allow() {
+        let t = topo4(); // node n: CPUs n and n + 4
+        let size = t.node(1).and_then(|n| n.memory.as_ref()).map(|m| m.total_bytes).unwrap();
+        let claim = |node, cpus, mem_bytes| Claim { node, cpus, mem_bytes };
+        let huge = [claim(1, u32::MAX, u64::MAX), claim(7, 5, 5), claim(u32::MAX, 1, 1)];
+        // A process bound to node 1's CPUs: at most node 1's two CPUs and
+        // its memory; nodes the machine lacks dropped.
+        let bound = status("1,5", "0-3");
+        assert_eq!(credible_claims(&t, &bound, &huge), vec![claim(1, 2, size)]);
+        // Allowed one CPU of the node: one; memory only where allowed.
+        assert_eq!(credible_claims(&t, &status("1", "0"), &huge), vec![claim(1, 1, 0)]);
+        // A process that may run anywhere was not placed on node 1: no CPUs.
+        assert_eq!(credible_claims(&t, &status("0-7", "0-3"), &huge), vec![claim(1, 0, size)]);
+        // A real placement's claims stand as they are.
+        let real = [claim(1, 1, 1 << 20), claim(2, 1, 1 << 20)];
+        assert_eq!(credible_claims(&t, &status("1-2,5-6", "0-3"), &real), real.to_vec());
+    }
+
+    #[test]
+    fn a_claim_of_every_cpu_takes_no_more_than_the_batch_system_gave() {
+        // Two entries of a user's batch job, whose cpuset is node 1's CPUs,
+        // claim 2^32-1 CPUs on every node and on a node no machine has: they
+        // take node 1, nothing else, and nothing overflows.
+        let d = tempfile::tempdir().unwrap();
+        SynthMachine::rr_4n(8, 4096).write(d.path()).unwrap();
+        for pid in [50, 51] {
+            let p = d.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(
+                p.join("status"),
+                "Name:\tsleep\nCpus_allowed_list:\t1,5\nMems_allowed_list:\t0-3\nVmRSS:\t0 kB\n",
+            )
+            .unwrap();
+        }
+        let sys = SysRoot::at(d.path());
+        let t = Topology::read_nodes_only(&sys).unwrap();
+        let claims: Vec<Claim> =
+            [0, 1, 2, 3, u32::MAX].into_iter().map(|node| Claim { node, cpus: u32::MAX, mem_bytes: 0 }).collect();
+        let e = |pid| Entry {
+            pid,
+            start_ticks: 1,
+            job: "x".into(),
+            claims: claims.clone(),
+            placed_unix: 0,
+            job_step: None,
+            arm: None,
+        };
+        let loads = auto::loads_of(&t, &t.allowed.cpus);
+        let after = with_claims(&t, &loads, &claims_of(&sys, &t, &[e(50), e(51)]));
+        let idle: Vec<usize> = after.iter().map(|l| l.idle_cpus.len()).collect();
+        assert_eq!(idle, vec![2, 0, 2, 2], "{after:?}");
     }
 }

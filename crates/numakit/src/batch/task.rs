@@ -21,7 +21,7 @@
 
 use std::time::Duration;
 
-use super::ledger::{Claim, Entry, JobStep, Ledger, Locked, LOCK_WAIT};
+use super::ledger::{Claim, Entry, JobStep, Ledger, Locked, Recorded, LOCK_WAIT};
 use super::load::{self, LoadSource};
 use super::mode::{JobMode, Site};
 use crate::act;
@@ -306,19 +306,31 @@ pub fn prepare<'a>(
         }),
         None => Vec::new(),
     };
-    let (own, entries): (Vec<Entry>, Vec<Entry>) = entries
-        .into_iter()
-        .partition(|e| matches!((job_step, &e.job_step), (Some(mine), Some(theirs)) if mine.is_sibling_step(theirs)));
+    // SAFETY: geteuid has no preconditions.
+    let (own, entries) = own_steps(entries, job_step, unsafe { libc::geteuid() });
     let job_nodes: NodeSet = own.iter().flat_map(|e| e.claims.iter().map(|c| c.node)).collect();
     let job_cpus = topo.cpus_of_nodes(&job_nodes);
     warnings.extend(host.warning);
-    let mut loads = load::with_claims(&topo, &host.loads, &load::claims_of(sys, &entries));
+    let mut loads = load::with_claims(&topo, &host.loads, &load::claims_of(sys, &topo, &entries));
     // The daemon's reserved CPUs are never idle for a job.
     for l in &mut loads {
         l.idle_cpus = l.idle_cpus.difference(&host.reserved);
     }
     let job_step = job_step.cloned();
     Ok(Prepared { topo, given, loads, source: host.source, job_cpus, warnings, job_step, lock })
+}
+
+/// The ledger's live entries split into the placements of `job_step`'s
+/// other steps and everybody else's (pure). A job's steps run as its
+/// user: an entry written by another user (root aside) is never taken for
+/// the job's own, whatever job it names.
+fn own_steps(entries: Vec<Recorded>, job_step: Option<&JobStep>, me: u32) -> (Vec<Entry>, Vec<Entry>) {
+    let (own, others): (Vec<Recorded>, Vec<Recorded>) = entries.into_iter().partition(|r| {
+        (r.owner == me || r.owner == 0)
+            && matches!((job_step, &r.entry.job_step), (Some(mine), Some(theirs)) if mine.is_sibling_step(theirs))
+    });
+    let plain = |v: Vec<Recorded>| v.into_iter().map(|r| r.entry).collect();
+    (plain(own), plain(others))
 }
 
 /// Records `decision` in the ledger (when it claims anything and the

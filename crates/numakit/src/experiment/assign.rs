@@ -111,7 +111,7 @@ pub fn stopped(design: &Design, now: f64, stop_present: bool) -> Option<String> 
         return Some(format!("experiment {}: ended at {}", design.name, crate::units::utc_rfc3339(u)));
     }
     if stop_present {
-        let f = design.stop.as_ref().map_or_else(String::new, |p| p.display().to_string());
+        let f = design.stop.as_ref().map_or_else(String::new, |p| crate::text::path(p));
         return Some(format!("experiment {}: stopped by the site ({f} exists)", design.name));
     }
     None

@@ -10,8 +10,7 @@
 //! most [`MAX_KEY_BYTES`], opened without following a link at the end and
 //! without blocking on a FIFO.
 
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 /// The shortest key accepted (128 bits).
@@ -19,23 +18,16 @@ pub const MIN_KEY_BYTES: u64 = 16;
 /// The longest key file read.
 pub const MAX_KEY_BYTES: u64 = 4096;
 
-/// The key in `path`, or why it cannot be used (one line naming the file).
-/// With `private`, a file others may read, or owned by another user, is
-/// refused.
+/// The key in `path`, or why it cannot be used (one line naming the file
+/// as given, [`crate::text::path`]). Read by [`crate::files::read_with_metadata`]'s
+/// rules, a link at the end not followed. With `private`, a file others
+/// may read, or owned by another user, is refused (judged on the
+/// descriptor read).
 pub fn read_key(path: &Path, private: bool) -> Result<Vec<u8>, String> {
-    let name = path.display();
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("key {name}: {e}"))?;
-    let m = f.metadata().map_err(|e| format!("key {name}: {e}"))?;
-    if !m.file_type().is_file() {
-        return Err(format!("key {name}: not a regular file"));
-    }
-    crate::files::blocking(&f).map_err(|e| format!("key {name}: {e}"))?;
-    if !(MIN_KEY_BYTES..=MAX_KEY_BYTES).contains(&m.len()) {
-        return Err(format!("key {name}: {} bytes: give {MIN_KEY_BYTES} to {MAX_KEY_BYTES}", m.len()));
+    let (bytes, m) = crate::files::read_with_metadata(path, MAX_KEY_BYTES, false).map_err(|e| format!("key {e}"))?;
+    let name = crate::text::path(path);
+    if !(MIN_KEY_BYTES..=MAX_KEY_BYTES).contains(&(bytes.len() as u64)) {
+        return Err(format!("key {name}: {} bytes: give {MIN_KEY_BYTES} to {MAX_KEY_BYTES}", bytes.len()));
     }
     if private {
         // SAFETY: geteuid has no preconditions.
@@ -47,11 +39,6 @@ pub fn read_key(path: &Path, private: bool) -> Result<Vec<u8>, String> {
                 m.mode() & 0o7777
             ));
         }
-    }
-    let mut bytes = Vec::with_capacity(m.len() as usize);
-    f.by_ref().take(MAX_KEY_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("key {name}: {e}"))?;
-    if (bytes.len() as u64) < MIN_KEY_BYTES || bytes.len() as u64 > MAX_KEY_BYTES {
-        return Err(format!("key {name}: changed while read"));
     }
     Ok(bytes)
 }
@@ -75,12 +62,20 @@ mod tests {
         std::fs::write(&p, b"short").unwrap();
         assert!(read_key(&p, false).unwrap_err().contains("5 bytes"));
         std::fs::write(&p, vec![b'k'; 5000]).unwrap();
-        assert!(read_key(&p, false).unwrap_err().contains("5000 bytes"));
+        let e = read_key(&p, false).unwrap_err();
+        assert!(e.ends_with("experiment.key: larger than 4 KiB, the most numakit reads of it"), "{e}");
         assert!(read_key(&d.path().join("missing"), false).unwrap_err().starts_with("key "));
         assert!(read_key(d.path(), false).unwrap_err().contains("not a regular file"));
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&p, &link).unwrap();
-        assert!(read_key(&link, false).is_err(), "a link at the end is refused");
+        let e = read_key(&link, false).unwrap_err();
+        assert!(
+            e.ends_with("/link: not a regular file (a symbolic link)"),
+            "a link at the end is refused, said so: {e}"
+        );
+        let odd = d.path().join("k\x1b]0;x\x07");
+        let e = read_key(&odd, false).unwrap_err();
+        assert!(!e.contains('\x1b') && !e.contains('\x07') && e.contains("k\\u{1b}]0;x\\u{7}"), "escaped: {e}");
         let fifo = d.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a NUL-terminated path.

@@ -208,7 +208,7 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
             let step = Step { step: "job", host: &host, placement, measured, numa };
             let record = StepOutcome::new(&ids, &a, step, hardware);
             if let Err(e) = numakit::files::append_line(&dir.join(OUTCOMES), &record.to_line()) {
-                eprintln!("numakit: outcome to {}: {e}", dir.join(OUTCOMES).display());
+                eprintln!("numakit: outcome to {}: {e}", numakit::text::path(&dir.join(OUTCOMES)));
             }
         }
         (None, _) => eprintln!("numakit: --outcomes: no batch system's job id here: no outcome record"),

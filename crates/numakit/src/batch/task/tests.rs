@@ -257,3 +257,27 @@ fn the_jobs_other_steps_are_its_own_and_its_sibling_tasks_count() {
         assert_eq!((p.job_cpus.is_empty(), idle0(&p)), (true, 0), "{other:?}");
     }
 }
+
+#[test]
+fn a_jobs_own_steps_are_only_those_its_user_or_root_recorded() {
+    use crate::batch::ledger::{Entry, JobStep, Recorded};
+    let step = |s: &str| JobStep { job: "slurm job 4".into(), step: format!("slurm job 4.{s}") };
+    let rec = |pid, s: &str, owner| Recorded {
+        entry: Entry {
+            pid,
+            start_ticks: 1,
+            job: "t".into(),
+            claims: Vec::new(),
+            placed_unix: 0,
+            job_step: Some(step(s)),
+            arm: None,
+        },
+        owner,
+    };
+    let entries = vec![rec(1, "0", 1000), rec(2, "0", 0), rec(3, "0", 2000), rec(4, "1", 1000)];
+    let (own, others) = own_steps(entries, Some(&step("1")), 1000);
+    let pids = |v: &[Entry]| v.iter().map(|e| e.pid).collect::<Vec<_>>();
+    // Another user's entry naming this job is everybody else's load; the
+    // step's own sibling tasks (step 1) too.
+    assert_eq!((pids(&own), pids(&others)), (vec![1, 2], vec![3, 4]));
+}

@@ -18,17 +18,21 @@
 //! [`MAX_NAMED_BYTES`] of it (a larger size is refused before a byte is
 //! read), and an error is one line naming the path as it was given.
 //!
-//! [`append_line`] adds one line to a log shared by many writers (the
-//! batch jobs' JSON lines): one `write` on a file opened `O_APPEND`, so
-//! lines of concurrent writers never interleave.
+//! [`append_line`] adds one record to a log shared by many writers (the
+//! batch jobs' JSON lines): whole or not at all, in a folder other users
+//! may write ([`shared`]: the one rule for names in such a folder, which
+//! the job ledger follows too).
 //!
 //! This module reads and writes only the files it is given; it never
 //! touches kernel knobs or placement (that is [`crate::act`]).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+pub mod shared;
+pub use shared::{folder_problems, DirLock, Found, SharedDir};
 
 /// The most numakit reads of a file a user names: far above any file
 /// numakit writes for itself (a saved comparison of 100,000 runs is about
@@ -102,14 +106,31 @@ pub fn read_named_text(path: &Path) -> Result<String, NamedFileError> {
 /// folder other users write, such as the job ledger's). Opening never
 /// waits: a FIFO is opened without blocking and refused by its type.
 pub fn read_bounded(path: &Path, max: u64, follow: bool) -> Result<Vec<u8>, NamedFileError> {
-    let err = |why| NamedFileError { path: path.to_path_buf(), why };
+    read_with_metadata(path, max, follow).map(|(bytes, _)| bytes)
+}
+
+/// [`read_bounded`], with the metadata of the file read (its owner and
+/// mode as the descriptor says, for a caller that must judge them).
+pub fn read_with_metadata(path: &Path, max: u64, follow: bool) -> Result<(Vec<u8>, fs::Metadata), NamedFileError> {
     let flags = libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW };
-    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+    let opened = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+        Err(e) if !follow && e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(NamedFileError { path: path.to_path_buf(), why: Unreadable::NotRegular("a symbolic link") })
+        }
+        r => r,
+    };
+    read_opened(opened, max, path)
+}
+
+/// The content of a file opened `O_NONBLOCK` (`opened`, the open's own
+/// result) and its metadata: a regular file of at most `max` bytes (a
+/// larger size is refused before a byte is read), read with ordinary
+/// blocking reads; errors name `path`.
+fn read_opened(opened: io::Result<File>, max: u64, path: &Path) -> Result<(Vec<u8>, fs::Metadata), NamedFileError> {
+    let err = |why| NamedFileError { path: path.to_path_buf(), why };
+    let file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(err(Unreadable::Missing)),
-        Err(e) if !follow && e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(err(Unreadable::NotRegular("a symbolic link")))
-        }
         Err(e) => return Err(err(Unreadable::Io(e))),
     };
     let meta = file.metadata().map_err(|e| err(Unreadable::Io(e)))?;
@@ -125,7 +146,7 @@ pub fn read_bounded(path: &Path, max: u64, follow: bool) -> Result<Vec<u8>, Name
     if bytes.len() as u64 > max {
         return Err(err(Unreadable::TooLarge(max)));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 /// Takes `O_NONBLOCK` off `file`, which was opened with it only so that
@@ -172,54 +193,21 @@ pub fn folder(path: &Path) -> &Path {
     }
 }
 
-fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+fn file_name(path: &Path) -> &std::ffi::OsStr {
+    path.file_name().unwrap_or_else(|| std::ffi::OsStr::new("file"))
 }
 
-fn temp_path(path: &Path, pid: u32) -> PathBuf {
-    folder(path).join(format!(".{}.tmp.{pid}", file_name(path)))
-}
-
-/// Replaces `path` with `bytes` durably (temp file, `fsync`, `rename`,
-/// `fsync` of the folder), creating its folder if needed; the file gets
-/// mode 0644 (less the umask). On an error the old content stays and the
-/// temporary file is removed.
+/// Replaces `path` with `bytes` durably, creating its folder if needed:
+/// a new file beside it (mode 0644 less the umask) created exclusively
+/// under a name nobody can guess, `fsync`, `rename` over the old one,
+/// `fsync` of the folder ([`SharedDir::replace`]). On an error the old
+/// content stays and the temporary file is removed; those of killed
+/// writers are removed first ([`remove_stale_temps`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = folder(path);
     fs::create_dir_all(dir)?;
     remove_stale_temps(path);
-    let tmp = temp_path(path, std::process::id());
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// Replaces `path` with `bytes` atomically (temp file, `rename`) but not
-/// durably: no `fsync`. For run-time files that a reboot clears anyway
-/// (under `/run`) and that readers check for themselves, such as the job
-/// ledger's entries, where an `fsync` of the file and its folder would cost
-/// every job start milliseconds on a disk-backed `/run`.
-pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = folder(path);
-    fs::create_dir_all(dir)?;
-    let tmp = temp_path(path, std::process::id());
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(&tmp)?;
-        f.write_all(bytes)?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    SharedDir::open(dir)?.replace(file_name(path), bytes, 0o644, true)
 }
 
 /// The longest line [`append_line`] writes: far above a job's record (a
@@ -227,31 +215,22 @@ pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// completes.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// Appends `line` and a newline to `path` in one `write` on a descriptor
-/// opened `O_APPEND` (created with mode 0644, less the umask, never through
-/// a symbolic link at the end of the path), creating its folder if needed:
-/// concurrent writers' lines never interleave. A line holding a newline, or
-/// longer than [`MAX_LINE_BYTES`], is refused; a short write (a full disk)
-/// is an error, never reported as written.
+/// Appends `line` and a newline to `path` as one record, whole or not at
+/// all, creating its folder if needed: the file is opened in its folder by
+/// [`SharedDir::append_record`]'s rules (no link followed, no FIFO waited
+/// on, a regular file with one link; concurrent writers take turns, and a
+/// write cut short by a full disk is taken back). A line holding a
+/// newline, or longer than [`MAX_LINE_BYTES`], is refused.
 pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
-    if line.contains('\n') || line.len() >= MAX_LINE_BYTES {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not one line of at most 1 MiB"));
-    }
-    fs::create_dir_all(folder(path))?;
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    let mut bytes = Vec::with_capacity(line.len() + 1);
-    bytes.extend_from_slice(line.as_bytes());
-    bytes.push(b'\n');
-    let n = f.write(&bytes)?;
-    if n != bytes.len() {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, format!("wrote {n} of {} bytes", bytes.len())));
-    }
-    Ok(())
+    let dir = folder(path);
+    let not_a_folder = |e: io::Error| match e.raw_os_error() {
+        Some(libc::EEXIST | libc::ENOTDIR) => {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a folder", crate::text::path(dir)))
+        }
+        _ => e,
+    };
+    fs::create_dir_all(dir).map_err(not_a_folder)?;
+    SharedDir::open(dir).map_err(not_a_folder)?.append_record(file_name(path), line)
 }
 
 /// Removes `path` (a missing file is not an error) and makes the removal
@@ -269,19 +248,26 @@ pub fn remove_durable(path: &Path) -> io::Result<()> {
 /// Returns how many were removed. Errors are ignored: a leftover is
 /// harmless, and the next write tries again.
 pub fn remove_stale_temps(path: &Path) -> usize {
-    let prefix = format!(".{}.tmp.", file_name(path));
-    let Ok(entries) = fs::read_dir(folder(path)) else { return 0 };
+    let Ok(dir) = SharedDir::open(folder(path)) else { return 0 };
+    let Ok(names) = dir.names() else { return 0 };
     let mut removed = 0;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !process_exists(pid) && fs::remove_file(e.path()).is_ok() {
+    for (name, _) in names {
+        let dead =
+            temp_writer(&name, file_name(path)).is_some_and(|pid| pid != std::process::id() && !process_exists(pid));
+        if dead && dir.remove(&name).is_ok() {
             removed += 1;
         }
     }
     removed
+}
+
+/// The writer's pid of a temporary file of `target` ([`SharedDir::replace`]'s
+/// `.NAME.tmp.PID.RANDOM`, or the older `.NAME.tmp.PID`), by its name.
+pub fn temp_writer(name: &std::ffi::OsStr, target: &std::ffi::OsStr) -> Option<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let rest = name.as_bytes().strip_prefix(b".")?.strip_prefix(target.as_bytes())?.strip_prefix(b".tmp.")?;
+    let pid = rest.split(|b| *b == b'.').next()?;
+    std::str::from_utf8(pid).ok()?.parse().ok()
 }
 
 /// An exclusive `flock` on a lock file, released when dropped (and by the
@@ -295,51 +281,29 @@ impl FileLock {
     /// Takes the lock on `path` (created, with its folder, if missing)
     /// without waiting: `Ok(None)` when another process holds it.
     pub fn try_acquire(path: &Path) -> io::Result<Option<FileLock>> {
-        fs::create_dir_all(folder(path))?;
-        // A lock file another user created (in a shared folder such as the
-        // job ledger's) opens read-only: `flock` needs no write access. A
-        // link there is refused (O_NOFOLLOW: ELOOP), so the lock creates
-        // or opens no file elsewhere.
-        let nofollow = libc::O_NOFOLLOW;
-        let file = match OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o644)
-            .custom_flags(nofollow)
-            .open(path)
-        {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                OpenOptions::new().read(true).custom_flags(nofollow).open(path)?
-            }
-            r => r?,
-        };
-        // SAFETY: flock on a descriptor this function owns; no memory is passed.
-        let r = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
-        if r == 0 {
-            return Ok(Some(FileLock { _file: file }));
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            Ok(None)
-        } else {
-            Err(e)
-        }
+        Self::acquire(path, std::time::Duration::ZERO)
     }
 
     /// Takes the lock on `path`, waiting at most `timeout` for its holder
     /// (polled every millisecond): `Ok(None)` when it is still held then.
+    /// The lock file is opened without following a link or waiting on a
+    /// FIFO, and must be a regular file.
     pub fn acquire(path: &Path, timeout: std::time::Duration) -> io::Result<Option<FileLock>> {
-        let end = std::time::Instant::now() + timeout;
-        loop {
-            if let Some(l) = Self::try_acquire(path)? {
-                return Ok(Some(l));
-            }
-            if std::time::Instant::now() >= end {
-                return Ok(None);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        fs::create_dir_all(folder(path))?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            let why = format!("not a regular file ({})", kind_of(&meta.file_type()));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
         }
+        let taken = shared::flock_within(std::os::fd::AsFd::as_fd(&file), timeout)?;
+        Ok(taken.then_some(FileLock { _file: file }))
     }
 }
 
@@ -401,6 +365,8 @@ mod tests {
         if Path::new("/dev/full").exists() {
             assert!(append_line(Path::new("/dev/full"), "x").is_err(), "a full disk is an error");
         }
+        let e = append_line(&link.join("x.jsonl"), "x").unwrap_err().to_string();
+        assert!(e.ends_with("/link is not a folder"), "a file named as the folder: {e}");
         // Writers in several threads: every line whole.
         let threads: Vec<_> = (0..4)
             .map(|t| {
@@ -441,18 +407,22 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        let stale = temp_path(&p, dead);
-        let live = temp_path(&p, 1);
-        let mine = temp_path(&p, std::process::id());
+        let temp = |pid: u32, rand: &str| d.path().join(format!(".state.json.tmp.{pid}{rand}"));
+        let stale = temp(dead, ".00ff00ff00ff00ff");
+        let stale_old_form = temp(dead, "");
+        let live = temp(1, ".0123456789abcdef");
+        let mine = temp(std::process::id(), ".0123456789abcdef");
         let other = d.path().join(".other.json.tmp.12345");
-        for f in [&stale, &live, &mine, &other] {
+        for f in [&stale, &stale_old_form, &live, &mine, &other] {
             fs::write(f, "x").unwrap();
         }
-        assert_eq!(remove_stale_temps(&p), 1);
-        assert!(!stale.exists());
+        assert_eq!(remove_stale_temps(&p), 2);
+        assert!(!stale.exists() && !stale_old_form.exists());
         assert!(live.exists() && mine.exists() && other.exists());
         write_atomic(&p, b"v").unwrap();
-        assert!(!mine.exists(), "our own temp is reused and renamed away");
+        let mut names: Vec<_> = fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        names.sort();
+        assert_eq!(names.len(), 4, "no temporary file of this write is left: {names:?}");
     }
 
     /// A FIFO: opening it for reading without `O_NONBLOCK` would wait for
