@@ -148,6 +148,41 @@ fn show_and_check_on_this_machine() {
     }
 }
 
+/// `tune check` judges the folders batch jobs share: the ledger (root's,
+/// 1777) and an outcomes folder (root's, sticky where others write).
+#[test]
+fn check_says_when_a_shared_folder_is_unsafe() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().expect("tmp");
+    let (good, open, closed) = (d.path().join("good"), d.path().join("open"), d.path().join("closed"));
+    for (p, mode) in [(&good, 0o1777), (&open, 0o777), (&closed, 0o755)] {
+        std::fs::create_dir(p).expect("dir");
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    let finding = |ledger: &Path, outcomes: &Path| {
+        let args = [
+            "check",
+            "--json",
+            "--ledger",
+            ledger.to_str().expect("utf8"),
+            "--outcomes",
+            outcomes.to_str().expect("utf8"),
+        ];
+        let v: Value = serde_json::from_str(&ok(&cmd(None, &args).output().expect("runs"))).expect("json");
+        let get = |key: &str| {
+            v["findings"].as_array().expect("findings").iter().find(|f| f["key"] == key).cloned().expect(key)
+        };
+        (get("folder.ledger"), get("folder.outcomes"))
+    };
+    let (l, o) = finding(&good, &closed);
+    assert_eq!((l["level"].as_str(), o["level"].as_str()), (Some("ok"), Some("ok")), "{l} {o}");
+    let (l, o) = finding(&open, &open);
+    assert_eq!((l["level"].as_str(), o["level"].as_str()), (Some("warn"), Some("warn")), "{l} {o}");
+    assert!(l["advice"].as_str().expect("advice").contains("writable by other users but not sticky"), "{l}");
+    let (l, _) = finding(&closed, &good);
+    assert!(l["advice"].as_str().expect("advice").contains("other users' jobs cannot write in it"), "{l}");
+}
+
 #[test]
 fn set_then_revert_restores_and_removes_the_state_file() {
     let d = fake_root();

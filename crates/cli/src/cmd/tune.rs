@@ -70,7 +70,8 @@ pub enum TuneAction {
         #[command(flatten)]
         dir: ProfilesDir,
     },
-    /// Benchmark readiness: SMT, cpufreq, turbo, C-states, AutoNUMA, THP, daemons, huge pages.
+    /// Benchmark readiness: SMT, cpufreq, turbo, C-states, AutoNUMA, THP, daemons, huge pages;
+    /// and whether the folders batch jobs share are safe (the job ledger, an outcomes folder).
     Check {
         /// Save this host's facts to FILE, to compare other hosts with.
         #[arg(long, value_name = "FILE", conflicts_with = "against")]
@@ -78,6 +79,13 @@ pub enum TuneAction {
         /// Compare with a saved baseline; exit 1 when anything differs.
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
+        /// The job ledger's folder to judge (root's, mode 1777).
+        #[arg(long, value_name = "DIR", default_value = numakit::batch::ledger::DEFAULT_DIR)]
+        ledger: PathBuf,
+        /// An outcomes folder (the plugin's report=DIR, the wrappers' NUMAKIT_OUTCOMES) to judge
+        /// (root's; sticky where other users write it).
+        #[arg(long, value_name = "DIR")]
+        outcomes: Option<PathBuf>,
         #[command(flatten)]
         format: crate::cli::JsonOut,
     },
@@ -189,8 +197,9 @@ pub fn run(sys: &SysRoot, args: &TuneArgs) -> anyhow::Result<u8> {
             }
             Ok(if errors.is_empty() { 0 } else { 2 })
         }
-        TuneAction::Check { save_baseline, against, format } => {
-            check(sys, save_baseline.as_deref(), against.as_deref(), format.json)
+        TuneAction::Check { save_baseline, against, ledger, outcomes, format } => {
+            let folders = Folders { ledger: ledger.clone(), outcomes: outcomes.clone() };
+            check(sys, save_baseline.as_deref(), against.as_deref(), &folders, format.json)
         }
     }
 }
@@ -303,10 +312,40 @@ fn pauser() -> impl FnMut(usize, &tune::Write) {
     }
 }
 
-fn check(sys: &SysRoot, save: Option<&Path>, against: Option<&Path>, json: bool) -> anyhow::Result<u8> {
+/// The shared folders `tune check` judges.
+struct Folders {
+    ledger: PathBuf,
+    outcomes: Option<PathBuf>,
+}
+
+/// The folders' findings (on the live system only): owner and mode as
+/// the folder opened says, judged by `check::folder`.
+fn folder_findings(sys: &SysRoot, f: &Folders) -> Vec<check::Finding> {
+    if !sys.is_live() {
+        return Vec::new();
+    }
+    let stat = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        numakit::files::SharedDir::open(p).and_then(|d| d.metadata()).map(|m| (m.uid(), m.mode()))
+    };
+    let mut out = vec![check::folder("folder.ledger", &f.ledger, stat(&f.ledger), true)];
+    if let Some(o) = &f.outcomes {
+        out.push(check::folder("folder.outcomes", o, stat(o), false));
+    }
+    out
+}
+
+fn check(
+    sys: &SysRoot,
+    save: Option<&Path>,
+    against: Option<&Path>,
+    folders: &Folders,
+    json: bool,
+) -> anyhow::Result<u8> {
     sys.check().map_err(read_error)?;
     let snap = read::snapshot(sys);
-    let findings = check::report(&snap);
+    let mut findings = check::report(&snap);
+    findings.extend(folder_findings(sys, folders));
     let facts = check::facts(&snap);
     if let Some(path) = save {
         let host = numakit::sys::kernel::hostname(sys);

@@ -232,6 +232,33 @@ fn judge(s: &Snapshot, key: &str, value: &str) -> (Level, Option<&'static str>) 
     }
 }
 
+/// A folder batch jobs share (`key`: `folder.ledger`, `folder.outcomes`)
+/// judged from its owner and mode, or from why it could not be opened
+/// (pure): [`crate::files::folder_problems`] as advice. `every_user`: every
+/// user's jobs must write in it (the ledger). A missing ledger is made at
+/// the first job start as it should be.
+pub fn folder(key: &str, path: &std::path::Path, stat: std::io::Result<(u32, u32)>, every_user: bool) -> Finding {
+    let shown = crate::text::path(path);
+    let (value, level, advice) = match stat {
+        Ok((uid, mode)) => {
+            let problems = crate::files::folder_problems(uid, mode, every_user);
+            let value = format!("{shown}: owner uid {uid}, mode {:04o}", mode & 0o7777);
+            if problems.is_empty() {
+                (value, Level::Ok, None)
+            } else {
+                (value, Level::Warn, Some(format!("{}; see docs/batch.md, Shared folders", problems.join("; "))))
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && every_user => {
+            (format!("{shown}: not there yet (made root's, mode 1777, at the first job start)"), Level::Ok, None)
+        }
+        Err(e) => {
+            (format!("{shown}: {e}"), Level::Warn, Some("the folder cannot be opened: jobs cannot use it".into()))
+        }
+    };
+    Finding { key: key.into(), value, level, advice }
+}
+
 /// Whether any CPU offers an idle state deeper than POLL and C1.
 fn deep_cstates(s: &Snapshot) -> bool {
     s.cpus.iter().flat_map(|c| c.idle_states.iter()).any(|(n, _)| !matches!(n.as_str(), "POLL" | "C1" | "C1_ACPI"))
