@@ -215,12 +215,21 @@ fn a_job_array_experiment_against_sacct() {
         assert_eq!(Some(&job_row["JobName"]), r.job_name.as_ref(), "{}", ctx());
         assert_eq!(Some(&job_row["Partition"]), r.partition.as_ref(), "{}", ctx());
         assert_eq!(Some(&job_row["Account"]), r.account.as_ref(), "{}", ctx());
-        // Slurm's times are whole seconds: its start within a second of the
-        // record's, its elapsed within two of the record's wall time.
+        // The record's span (the plugin's set-up of the step to its end) lies
+        // within Slurm's (its start of the step to its end, which also holds
+        // its launch and wind-down: longer on a loaded host), whole seconds:
+        // one second either side.
         let start = numakit::units::parse_utc(&a["Start"]).expect("sacct's Start") as f64;
-        assert!((r.start_unix - start).abs() <= 1.5, "start {} vs sacct {}: {}", r.start_unix, a["Start"], ctx());
         let elapsed: f64 = a["ElapsedRaw"].parse().expect("ElapsedRaw");
-        assert!((r.wall_s - elapsed).abs() <= 2.0, "wall {} vs Elapsed {elapsed}: {}", r.wall_s, ctx());
+        assert!(
+            start - 1.0 <= r.start_unix && r.end_unix <= start + elapsed + 1.0 && r.wall_s <= elapsed + 1.0,
+            "record {:.2}..{:.2} ({:.2} s) outside sacct's {} + {elapsed} s: {}",
+            r.start_unix,
+            r.end_unix,
+            r.wall_s,
+            a["Start"],
+            ctx()
+        );
         // TotalCPU: the step's tasks' CPU time, as the record's.
         let total = sacct_duration(&a["TotalCPU"]);
         let cpu = r.cpu_user_s.unwrap_or(f64::NAN) + r.cpu_system_s.unwrap_or(f64::NAN);
@@ -322,7 +331,7 @@ fn numakit() -> PathBuf {
 /// Slurm's database: the experiment's arms and shares from the records,
 /// each arm's jobs and failures as the records have them, the chosen job
 /// shown and not compared, every job joined to its sacct row with the
-/// same wall and CPU time.
+/// same CPU time and a wall time within Slurm's.
 fn check_report(slurm: &Slurm, got: &[StepOutcome], chosen_id: &str) {
     let out = slurm
         .command(numakit().to_str().expect("utf8"))
@@ -356,10 +365,11 @@ fn check_report(slurm: &Slurm, got: &[StepOutcome], chosen_id: &str) {
     assert_eq!(states, all, "{}", c());
     let completed = sacct["states"].as_array().into_iter().flatten().find(|s| s[0] == "COMPLETED");
     assert_eq!(completed.and_then(|s| s[1].as_u64()), Some(all - failed), "{}", c());
-    for t in ["wall", "cpu"] {
-        let a = &sacct[t];
-        assert_eq!((a["compared"].as_u64(), a["agree"].as_u64()), (Some(all), Some(all)), "{t}: {}", c());
-    }
+    // CPU time is the same; a record's wall time never longer than Slurm's
+    // (which adds its launch and wind-down: seconds on a loaded host).
+    let (cpu, wall) = (&sacct["cpu"], &sacct["wall"]);
+    assert_eq!((cpu["compared"].as_u64(), cpu["agree"].as_u64()), (Some(all), Some(all)), "cpu: {}", c());
+    assert_eq!((wall["compared"].as_u64(), wall["longer"].as_u64()), (Some(all), Some(0)), "wall: {}", c());
     let e = &r["experiments"][0];
     assert_eq!(r["experiments"].as_array().map(Vec::len), Some(1), "{}", c());
     assert_eq!((e["name"].as_str(), e["unit"].as_str()), (Some("t1"), Some("job")), "{}", c());
