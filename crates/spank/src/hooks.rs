@@ -94,6 +94,13 @@ pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
         let once = ctx == Context::Remote && Ledger::new(&site.ledger).note_once(&note);
         ffi::log(if once { Level::Error } else { Level::Verbose }, &format!("numakit: {note}"));
     }
+    // slurmd (root, at its start): the ledger made as documented, or what
+    // is wrong with it said once here, not in every job's output.
+    if ctx == Context::Slurmd {
+        if let Some(problem) = Ledger::new(&site.ledger).check() {
+            error(&problem);
+        }
+    }
     let usage = usage(&site);
     *lock(&SITE) = Some(site);
     *lock(&REPORT) = Some(reporting);
@@ -275,6 +282,10 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     crate::experiment::placed(&cpus_now, &memory);
     let given = format!("cpus {cpus_now}, memory {memory}");
     ffi::log(Level::Info, &format!("numakit: {who}: {mode}: {given} ({}; {took:.1} ms)", placed.decision.reason));
+    if let Some(n) = &placed.ledger_note {
+        // The site's affair, said in slurmd's own log at its start.
+        ffi::log(Level::Verbose, &format!("numakit: {who}: {n}"));
+    }
     if let Some(w) = &placed.warning {
         // A site default of none without a daemon is every job: the log only.
         let level = if asked || mode != JobMode::None { Level::User } else { Level::Info };

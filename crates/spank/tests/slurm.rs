@@ -286,6 +286,37 @@ fn a_binding_slurm_made_is_never_widened() {
     }
 }
 
+/// A ledger folder that is not as documented (here 0755, so other users'
+/// jobs could not record their placements) is said once, in slurmd's log
+/// at its start, not in the jobs' output; a missing one is made 1777.
+#[test]
+fn a_ledger_folder_not_as_documented_is_said_once_in_slurmds_log() {
+    use std::os::unix::fs::PermissionsExt;
+    if !built_for_slurm("a_ledger_folder_not_as_documented_is_said_once_in_slurmds_log") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    let (closed, missing) = (d.path().join("closed"), d.path().join("run/numakit/jobs"));
+    std::fs::create_dir(&closed).expect("ledger");
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for (ledger, problem) in [(&closed, true), (&missing, false)] {
+        let line = format!("required {} ledger={} default=auto\n", plugin().display(), ledger.display());
+        let slurm = start(line);
+        let out = run(&slurm, &["srun", "--numa=auto", "/bin/true"]);
+        assert!(out.success() && !out.stderr.contains("ledger"), "nothing in the job's output: {out:?}");
+        let log = slurm.log("slurmd");
+        let said: Vec<&str> = log.lines().filter(|l| l.contains("numakit: job ledger ")).collect();
+        if problem {
+            assert_eq!(said.len(), 1, "one line:\n{log}");
+            assert!(said[0].contains("mode 0755: other users' jobs cannot write in it"), "{}", said[0]);
+        } else {
+            assert!(said.is_empty(), "{said:?}");
+            let mode = std::fs::metadata(ledger).expect("made").permissions().mode() & 0o7777;
+            assert_eq!(mode, 0o1777, "made as documented");
+        }
+    }
+}
+
 /// The installed Slurm's version, the last word of `slurmd -V` (Debian's
 /// says `slurm-wlm 22.05.8`, SchedMD's `slurm 22.05.8`).
 fn running_slurm() -> String {

@@ -191,9 +191,17 @@ fn place_auto(
         outln!("cpus: {cpus} ({cpus_from})");
         outln!("view: {}", prepared.source);
         outln!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));
+        for w in &prepared.ledger_notes {
+            eprintln!("numakit: {w}");
+        }
         return Ok(Auto::Exit(0));
     }
-    batch::commit(sys, prepared, &d, "run --auto").map_err(|e| Failure::system(e.to_string()))?;
+    let (_, ledger_notes) =
+        batch::commit(sys, prepared, &d, "run --auto").map_err(|e| Failure::system(e.to_string()))?;
+    // The wrappers' only log is the job's stderr: the ledger's trouble too.
+    for w in &ledger_notes {
+        eprintln!("numakit: {w}");
+    }
     Ok(Auto::Placed(d))
 }
 

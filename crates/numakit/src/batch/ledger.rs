@@ -190,6 +190,20 @@ impl Ledger {
         SharedDir::create(&self.dir, DIR_MODE).map_err(|e| self.io(&self.dir, e))
     }
 
+    /// What is wrong with the folder for every user's jobs
+    /// ([`files::folder_problems`]), creating it first (root's, 1777) when
+    /// it is missing: one line, `None` when it is as it should be. For a
+    /// site's log at start (slurmd), instead of a line in every job's
+    /// output.
+    pub fn check(&self) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let problems = match self.open_created().and_then(|d| d.metadata().map_err(|e| self.io(&self.dir, e))) {
+            Ok(m) => files::folder_problems(m.uid(), m.mode(), true),
+            Err(e) => return Some(e.to_string()),
+        };
+        (!problems.is_empty()).then(|| format!("job ledger {}: {}", crate::text::path(&self.dir), problems.join("; ")))
+    }
+
     /// The folder, open; `None` when there is none.
     fn open(&self) -> Result<Option<SharedDir>, LedgerError> {
         match SharedDir::open(&self.dir) {
@@ -599,5 +613,22 @@ mod tests {
         }
         assert_eq!(pids(g.live(&sys).unwrap()), vec![(11, 65534)]);
         assert!(l.dir().join("10.json").exists(), "a forged entry of a live process is left, not trusted");
+    }
+
+    #[test]
+    fn a_ledger_folder_is_made_as_documented_or_said_wrong_in_one_line() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Ledger::new(d.path().join("run/numakit/jobs"));
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert_eq!(l.check().is_none(), root, "made 1777 (root's only where root made it): {:?}", l.check());
+        assert_eq!(fs::metadata(l.dir()).unwrap().permissions().mode() & 0o7777, 0o1777);
+        fs::set_permissions(l.dir(), fs::Permissions::from_mode(0o755)).unwrap();
+        let said = l.check().expect("a problem");
+        assert!(
+            said.contains("/run/numakit/jobs: ") && said.contains("mode 0755: other users' jobs cannot write in it"),
+            "{said}"
+        );
+        assert!(!said.contains('\n'));
     }
 }

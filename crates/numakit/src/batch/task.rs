@@ -86,6 +86,11 @@ pub struct Placed {
     pub decision: TaskDecision,
     /// Something the user should read although the task runs (one line).
     pub warning: Option<String>,
+    /// What is wrong with the host's job ledger (it could not be locked,
+    /// read or written: the placement did not know, or was not recorded
+    /// for, the other jobs), one line: the site's affair, for its log,
+    /// apart from what the job's user should read.
+    pub ledger_note: Option<String>,
 }
 
 /// Decides a task's placement (pure). `given` is the task's CPU affinity
@@ -259,6 +264,8 @@ pub struct Prepared<'a> {
     pub job_cpus: CpuSet,
     /// What the caller should show although the task can be placed.
     pub warnings: Vec<String>,
+    /// What kept the ledger from being used (see [`Placed::ledger_note`]).
+    pub ledger_notes: Vec<String>,
     /// The job and step the placement is recorded under ([`commit`]).
     job_step: Option<JobStep>,
     lock: Option<Locked<'a>>,
@@ -286,12 +293,13 @@ pub fn prepare<'a>(
     let host = load::current(sys, &topo, &LoadSource { daemon: Some(&site.socket), sample: site.sample })
         .map_err(|e| sys_err(e.to_string()))?;
     let mut warnings = Vec::new();
+    let mut ledger_notes = Vec::new();
     let (given, lock) = if sys.is_live() {
         let given = act::get_affinity(act::Pid::SELF).map_err(|e| sys_err(e.to_string()))?;
         let lock = match ledger.lock(LOCK_WAIT) {
             Ok(l) => Some(l),
             Err(e) => {
-                warnings.push(format!("{e}: placed without knowing the other jobs' placements"));
+                ledger_notes.push(format!("{e}: placed without knowing the other jobs' placements"));
                 None
             }
         };
@@ -301,7 +309,7 @@ pub fn prepare<'a>(
     };
     let entries = match &lock {
         Some(l) => l.live(sys).unwrap_or_else(|e| {
-            warnings.push(e.to_string());
+            ledger_notes.push(e.to_string());
             Vec::new()
         }),
         None => Vec::new(),
@@ -317,7 +325,7 @@ pub fn prepare<'a>(
         l.idle_cpus = l.idle_cpus.difference(&host.reserved);
     }
     let job_step = job_step.cloned();
-    Ok(Prepared { topo, given, loads, source: host.source, job_cpus, warnings, job_step, lock })
+    Ok(Prepared { topo, given, loads, source: host.source, job_cpus, warnings, ledger_notes, job_step, lock })
 }
 
 /// The ledger's live entries split into the placements of `job_step`'s
@@ -336,14 +344,15 @@ fn own_steps(entries: Vec<Recorded>, job_step: Option<&JobStep>, me: u32) -> (Ve
 /// Records `decision` in the ledger (when it claims anything and the
 /// ledger is held) as the calling process's placement, of the job step
 /// given to [`prepare`], then applies it to the calling process. If applying fails the
-/// record is taken back. Returns the warnings to show.
+/// record is taken back. Returns the warnings to show and what kept the
+/// ledger from being used.
 pub fn commit(
     sys: &SysRoot,
     prepared: Prepared<'_>,
     decision: &TaskDecision,
     label: &str,
-) -> Result<Vec<String>, JobError> {
-    let mut warnings = prepared.warnings;
+) -> Result<(Vec<String>, Vec<String>), JobError> {
+    let (warnings, mut ledger_notes) = (prepared.warnings, prepared.ledger_notes);
     let pid = std::process::id() as i32;
     let mut recorded = None;
     if let (Some(l), false) = (&prepared.lock, decision.claims.is_empty()) {
@@ -360,10 +369,10 @@ pub fn commit(
                 };
                 match l.record(&e) {
                     Ok(()) => recorded = Some(l),
-                    Err(x) => warnings.push(x.to_string()),
+                    Err(x) => ledger_notes.push(format!("{x}: the placement is not recorded")),
                 }
             }
-            _ => warnings.push(format!("cannot read /proc/{pid}/stat: the placement is not recorded")),
+            _ => ledger_notes.push(format!("cannot read /proc/{pid}/stat: the placement is not recorded")),
         }
     }
     if let Some(plan) = &decision.plan {
@@ -374,7 +383,7 @@ pub fn commit(
             return Err(JobError::System(format!("cannot apply the placement ({}): {e}", decision.reason)));
         }
     }
-    Ok(warnings)
+    Ok((warnings, ledger_notes))
 }
 
 /// Places the calling process, a task of a batch job, as `mode` asks
@@ -392,7 +401,7 @@ pub fn place_task(
     if *mode == JobMode::None {
         let warning = exclude_from_daemon(&site.socket, std::process::id() as i32, cgroup);
         let decision = decide_task_none();
-        return Ok(Placed { decision, warning });
+        return Ok(Placed { decision, warning, ledger_note: None });
     }
     let ledger = Ledger::new(&site.ledger);
     let prepared = prepare(sys, site, &ledger, task.job_step.as_ref())?;
@@ -406,8 +415,9 @@ pub fn place_task(
         decision.reason =
             format!("{} (CPUs {}: where its job's other steps are placed here)", decision.reason, c.to_list());
     }
-    let warnings = commit(sys, prepared, &decision, &task.label)?;
-    Ok(Placed { decision, warning: (!warnings.is_empty()).then(|| warnings.join("; ")) })
+    let (warnings, notes) = commit(sys, prepared, &decision, &task.label)?;
+    let line = |v: Vec<String>| (!v.is_empty()).then(|| v.join("; "));
+    Ok(Placed { decision, warning: line(warnings), ledger_note: line(notes) })
 }
 
 fn decide_task_none() -> TaskDecision {

@@ -136,7 +136,12 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
             let task =
                 TaskInfo { label: "run --auto".into(), cpus, mem_bytes: 0, reserve: CpuSet::new(), job_step: None };
             match batch::place_task(sys, &site(args, socket, None), m, &task, None) {
-                Ok(p) => p.decision.plan.and_then(|p| p.memory).map(|m| memory_text(m.mode, &m.nodes.to_list())),
+                Ok(p) => {
+                    for w in p.warning.iter().chain(&p.ledger_note) {
+                        eprintln!("numakit: {w}");
+                    }
+                    p.decision.plan.and_then(|p| p.memory).map(|m| memory_text(m.mode, &m.nodes.to_list()))
+                }
                 Err(e) if a.source == ArmSource::Assigned => {
                     eprintln!("numakit: {e}: the experiment's arm runs unplaced");
                     None
