@@ -167,6 +167,10 @@ pub enum Command {
     Simulate(crate::cmd::simulate::SimulateArgs),
     /// Does placement pay here? Analyse the step outcome records of NUMA experiments.
     Report(crate::cmd::report::ReportArgs),
+    /// The site's placement policy per job class: check a policy file, explain which rule a job meets.
+    Policy(crate::cmd::policy::PolicyArgs),
+    /// Arms stopped for a class because they hurt it: list, add, clear.
+    Guard(crate::cmd::policy::GuardArgs),
     /// Behave exactly like numactl (also when numakit is invoked as `numactl`).
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Numactl {
@@ -289,6 +293,14 @@ pub struct RunArgs {
     /// replaces auto (docs/batch.md, Experiments).
     #[arg(long, value_name = "WORDS", requires = "auto")]
     pub experiment: Option<String>,
+    /// With --auto: the site's policy (docs/policy.md): the first rule that matches the job gives
+    /// its class and its mode (with a standing holdout) or an experiment of its own; a job no rule
+    /// matches gets --experiment or the default.
+    #[arg(long, value_name = "FILE", requires = "auto")]
+    pub policy: Option<PathBuf>,
+    /// With --auto: the guard file: arms stopped for a class, whose jobs get the control.
+    #[arg(long, value_name = "FILE", requires = "auto")]
+    pub guard: Option<PathBuf>,
     /// With --auto: the job asked for this mode itself (auto, local, interleave, none,
     /// nodes:LIST): it is placed so and recorded as chosen, whatever the experiment draws.
     #[arg(long, value_name = "MODE", requires = "auto")]

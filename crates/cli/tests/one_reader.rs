@@ -47,8 +47,8 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("crates/numakit/src/stats/cgroup/tree.rs", "\"/sys", "a cgroup path as typed, compared with a string, not opened"),
     ("crates/numakit/src/topo/allowed.rs", "\"/proc", "the label of where the model's allowed sets came from"),
     ("crates/cli/src/cmd/exporter.rs", "fs::metadata(", "the age of the daemon's status file (--daemon-status)"),
-    ("crates/cli/src/cmd/manpages.rs", "\"/proc", "the man pages' FILES sections name what is read"),
-    ("crates/cli/src/cmd/manpages.rs", "\"/sys", "the man pages' FILES sections name what is read"),
+    ("crates/cli/src/cmd/manpages/notes.rs", "\"/proc", "the man pages' FILES sections name what is read"),
+    ("crates/cli/src/cmd/manpages/notes.rs", "\"/sys", "the man pages' FILES sections name what is read"),
     ("crates/cli/src/start.rs", "libc::open(", "/dev/null for a closed standard descriptor at start-up"),
 ];
 

@@ -48,12 +48,15 @@ pub fn unit_code(u: Option<Unit>) -> u8 {
     }
 }
 
-/// [`CellKey::source`] of a record's arm source.
+/// [`CellKey::source`] of a record's arm source: 0 for every arm drawn at
+/// random (an experiment's, a policy's decided mode and its holdout, which
+/// the records name experiment `holdout.CLASS`), the rest apart.
 pub fn source_code(s: ArmSource) -> u8 {
     match s {
-        ArmSource::Assigned => 0,
+        ArmSource::Assigned | ArmSource::Decided | ArmSource::Holdout => 0,
         ArmSource::Chosen => 1,
         ArmSource::Default => 2,
+        ArmSource::Guarded => 3,
     }
 }
 

@@ -248,6 +248,7 @@ impl Farm {
             for (p, &(step, h, st, en, share)) in parts.iter().enumerate() {
                 let last = p + 1 == parts.len();
                 let r = StepOutcome {
+                    class: None,
                     schema: SCHEMA.into(),
                     cluster: "farm".into(),
                     job: (1_000_000 + j).to_string(),

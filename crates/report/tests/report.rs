@@ -12,6 +12,7 @@ use numakit_report::{report, Options, ReadOptions, SacctFrom};
 
 fn rec(job: u64, step: &str, host: &str, arm: &str, start: f64, end: f64, cpu: f64) -> StepOutcome {
     StepOutcome {
+        class: None,
         schema: SCHEMA.into(),
         cluster: "farm".into(),
         job: job.to_string(),

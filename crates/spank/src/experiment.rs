@@ -18,8 +18,11 @@ use std::sync::{Mutex, OnceLock};
 use numakit::batch::ledger::{ArmTag, Ledger};
 use numakit::batch::{JobMode, JobStep, Site};
 use numakit::experiment::assign;
+use numakit::experiment::guard::Guards;
 use numakit::experiment::ids::{self, JobIds};
 use numakit::experiment::outcome::{step_status, Measured, Step};
+use numakit::experiment::policy::assign::{assign_with_files, Files, Start};
+use numakit::experiment::policy::JobFacts;
 use numakit::experiment::{key, Assignment, Design, Hardware, Numa, Placement, StepOutcome};
 use numakit::files;
 use numakit::stats::cgroup::CgroupDir;
@@ -34,6 +37,7 @@ use crate::shared::SharedLine;
 pub const OUTCOMES: &str = "numakit-outcomes.jsonl";
 
 static DESIGN: Mutex<Option<Design>> = Mutex::new(None);
+static FILES: Mutex<Option<Files>> = Mutex::new(None);
 static STEP: Mutex<Option<StepState>> = Mutex::new(None);
 static PLACED: OnceLock<Option<SharedLine>> = OnceLock::new();
 
@@ -64,6 +68,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub fn configure(words: &[String]) -> Result<(), String> {
     *lock(&DESIGN) = Design::from_words(words)?;
     Ok(())
+}
+
+/// The site's policy and guard files (`policy=`, `guard=`), read at each
+/// step's start.
+pub fn set_files(files: Files) {
+    *lock(&FILES) = Some(files);
 }
 
 /// This host's short name.
@@ -139,27 +149,28 @@ pub fn start(spank: SpankHandle, job: u32, step: String, asked: Option<JobMode>,
         ids.cluster = Some(c);
     }
     let ledger = Ledger::new(&site.ledger);
-    let (stop, key) = match &design {
-        Some(d) => {
-            let stop = assign::stopped(d, start_unix, d.stop.as_ref().is_some_and(|p| p.exists()));
-            let key = if stop.is_none() { key::read_key(&d.key, true) } else { Err(String::new()) };
-            (stop, key)
-        }
-        None => (None, Err(String::new())),
-    };
     let subject = assign::Subject { cluster: ids.cluster.as_deref(), job: &ids.job, host: &host, start_unix };
-    let stopped = stop.is_some();
-    let (a, note) = assign::assign(
-        design.as_ref(),
-        key.as_deref().map_err(Clone::clone),
-        stop,
-        asked.as_ref(),
-        &site.default,
-        &subject,
-    );
+    let var = |k: &str| ffi::getenv(spank, k);
+    let facts = JobFacts {
+        cpus: ffi::get_u16(spank, Item::JobNcpus).map(u32::from).filter(|c| *c > 0),
+        mem_bytes: ffi::get_u64(spank, Item::StepAllocMem).filter(|m| *m > 0).map(|mib| mib.saturating_mul(1 << 20)),
+        ..JobFacts::from_ids(&ids).with_slurm_env(&var)
+    };
+    let files = lock(&FILES).clone().unwrap_or_default();
+    let start = Start {
+        subject: &subject,
+        chosen: asked.as_ref(),
+        default: &site.default,
+        site: design.as_ref(),
+        guards: &Guards::default(),
+        read_key: &|p| key::read_key(p, true),
+        stop_present: &|p| p.exists(),
+    };
+    let (a, notes) = assign_with_files(&files, &facts, &start);
     let who = format!("slurm job {}.{step}", ids.job);
-    if let Some(n) = note {
+    for n in notes {
         // A stop is the site's own doing: said once, not as an error.
+        let stopped = n.contains(": stopped by the site") || n.contains(": ended at ");
         let level = match (ledger.note_once(&n), stopped) {
             (true, false) => Level::Error,
             (true, true) => Level::Info,
@@ -167,14 +178,18 @@ pub fn start(spank: SpankHandle, job: u32, step: String, asked: Option<JobMode>,
         };
         ffi::log(level, &format!("numakit: {who}: {n}"));
     }
-    if let Some(d) = &design {
+    if design.is_some() || a.experiment.is_some() || a.class.is_some() {
         let name = a.experiment.as_deref().unwrap_or("none");
-        ffi::log(Level::Info, &format!("numakit: {who}: experiment {name}: arm {} ({})", a.arm, source_name(a.source)));
-        let tag = ArmTag { experiment: a.experiment.clone(), arm: a.arm.clone(), source: source_name(a.source).into() };
+        let class = a.class.as_deref().map_or_else(String::new, |c| format!("class {c}: "));
+        ffi::log(
+            Level::Info,
+            &format!("numakit: {who}: {class}experiment {name}: arm {} ({})", a.arm, a.source.name()),
+        );
+        let tag = ArmTag { experiment: a.experiment.clone(), arm: a.arm.clone(), source: a.source.name().into() };
         let js = JobStep { job: format!("slurm job {}", ids.job), step: who.clone() };
         let pid = std::process::id() as i32;
         if let Err(e) = ledger.tag(&SysRoot::live(), pid, &format!("{who} arm"), Some(&js), tag) {
-            ffi::log(Level::Verbose, &format!("numakit: {who}: experiment {}: {e}", d.name));
+            ffi::log(Level::Verbose, &format!("numakit: {who}: experiment {name}: {e}"));
         }
     }
     PLACED.get_or_init(SharedLine::new);
@@ -192,14 +207,6 @@ pub fn start(spank: SpankHandle, job: u32, step: String, asked: Option<JobMode>,
     });
 }
 
-fn source_name(s: numakit::experiment::ArmSource) -> &'static str {
-    match s {
-        numakit::experiment::ArmSource::Assigned => "assigned",
-        numakit::experiment::ArmSource::Chosen => "chosen",
-        numakit::experiment::ArmSource::Default => "default",
-    }
-}
-
 /// The mode the step's tasks get, and whether the job asked for it;
 /// `None` when [`start`] did not run (then the caller decides as before).
 pub fn mode() -> Option<(JobMode, bool)> {
@@ -208,9 +215,10 @@ pub fn mode() -> Option<(JobMode, bool)> {
     Some((a.mode.clone(), a.source == numakit::experiment::ArmSource::Chosen))
 }
 
-/// Whether the step's arm was assigned by an experiment.
+/// Whether the step's arm is the site's draw or decision (an experiment's
+/// arm, a policy's decided mode, holdout or guard), which never fails a job.
 pub fn assigned() -> bool {
-    lock(&STEP).as_ref().is_some_and(|s| s.assignment.source == numakit::experiment::ArmSource::Assigned)
+    lock(&STEP).as_ref().is_some_and(|s| s.assignment.source.by_site())
 }
 
 /// In a task after its placement: what it was given (`cpus` a list,

@@ -9,6 +9,7 @@ use numakit::act;
 use numakit::batch::ledger::Ledger;
 use numakit::batch::mode::MODE_NAMES;
 use numakit::batch::{self, JobMode, JobStep, Placed, Site, TaskInfo};
+use numakit::experiment::policy::assign::Files;
 use numakit::experiment::{Design, Numa};
 use numakit::place::MemMode;
 use numakit::procs::cgroup;
@@ -85,6 +86,8 @@ pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
     let ctx = ffi::context();
     let (words, args) = Design::split_args(args);
     let (reporting, args) = report_args(&args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
+    let (files, args) = Files::from_args(&args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
+    crate::experiment::set_files(files);
     let site = Site::from_args(&args).map_err(|e| error(&format!("plugstack.conf: {e}")))?;
     // A bad experiment word never fails a job: the experiment is off, and
     // slurmstepd says why (once per host).

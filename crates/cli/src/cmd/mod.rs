@@ -17,6 +17,7 @@ pub mod migratepages;
 pub mod numactl;
 pub mod numastat;
 mod pin;
+pub mod policy;
 pub mod report;
 mod run;
 mod show;
@@ -63,6 +64,8 @@ pub fn dispatch(cli: Cli, matches: &ArgMatches) -> anyhow::Result<u8> {
         Command::Advise(args) => advise::run(&sys, &args),
         Command::Simulate(args) => simulate::run(&sys, &args),
         Command::Report(args) => report::run(&args),
+        Command::Policy(args) => policy::run(&args),
+        Command::Guard(args) => policy::run_guard(&args),
         Command::Numactl { args } => numactl::run(&sys, &args),
         Command::Completions(args) => completions::run(&args),
         Command::Manpages(args) => manpages::run(&args),

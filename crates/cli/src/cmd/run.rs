@@ -53,8 +53,8 @@ pub fn run(sys: &SysRoot, args: &RunArgs, m: &ArgMatches) -> anyhow::Result<u8> 
     let topo = Topology::read_nodes_only(sys).map_err(read_error)?;
     let socket = args.daemon.socket.clone().unwrap_or_else(|| Settings::default().socket);
     if args.auto {
-        if args.experiment.is_some() || args.chosen.is_some() || args.default_mode.is_some() || args.outcomes.is_some()
-        {
+        let job_words = [args.experiment.is_some(), args.policy.is_some(), args.guard.is_some(), args.chosen.is_some()];
+        if job_words.contains(&true) || args.default_mode.is_some() || args.outcomes.is_some() {
             return job::run(sys, &topo, args, &socket);
         }
         return run_auto(sys, &topo, args, &socket);

@@ -140,6 +140,7 @@ pub fn assign(
         arms: None,
         mode: mode.clone(),
         daemon: None,
+        class: None,
     };
     let fallback = |why: Option<String>| match chosen {
         Some(m) => (plain(ArmSource::Chosen, m), why),
@@ -178,6 +179,7 @@ pub fn assign(
         arms: Some(d.arms_spec()),
         mode,
         daemon,
+        class: None,
     };
     (a, None)
 }

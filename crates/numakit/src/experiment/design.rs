@@ -84,6 +84,8 @@ pub struct Assignment {
     pub mode: JobMode,
     /// With a daemon arm: whether the host's daemon acts.
     pub daemon: Option<bool>,
+    /// The job's class, where a policy rule matched it.
+    pub class: Option<String>,
 }
 
 /// The largest share an arm may have (shares are weights, not counts).

@@ -3,7 +3,9 @@
 //! ([`assign`]), and the record each job step leaves
 //! behind ([`record`]): the job's names as its batch system gives them
 //! ([`ids`]), the host's hardware key ([`hardware`]) and the record built
-//! from what its writer measured ([`outcome`]). The analysis of the
+//! from what its writer measured ([`outcome`]). A site's policy gives each
+//! job class its mode with a standing holdout, or an experiment of its own
+//! ([`policy`]); guards stop an arm that hurts a class ([`guard`]). The analysis of the
 //! records is built on them (docs/experiments.md).
 //!
 //! Nothing here acts: the Slurm plugin and the job wrappers read the
@@ -12,10 +14,12 @@
 
 pub mod assign;
 pub mod design;
+pub mod guard;
 pub mod hardware;
 pub mod ids;
 pub mod key;
 pub mod outcome;
+pub mod policy;
 pub mod record;
 
 pub use design::{Arm, ArmKind, Assignment, Design};

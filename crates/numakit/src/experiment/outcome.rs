@@ -111,6 +111,7 @@ impl StepOutcome {
             arm: assignment.arm.clone(),
             arm_source: assignment.source,
             arms: assignment.arms.clone(),
+            class: assignment.class.clone(),
             placement: step.placement,
             start_unix: m.start_unix,
             end_unix: m.end_unix,
@@ -183,6 +184,7 @@ mod tests {
             arms: Some("auto:1,none:1".into()),
             mode: JobMode::Auto,
             daemon: None,
+            class: None,
         };
         let hw = Hardware {
             key: "k".into(),

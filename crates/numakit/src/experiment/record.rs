@@ -31,6 +31,43 @@ pub enum ArmSource {
     /// No experiment ran (none configured, or stopped by the site): the
     /// site's default mode.
     Default,
+    /// A rule of the site's policy decided the class's mode and the job
+    /// was not held out (drawn by the keyed hash, as a holdout is): with
+    /// [`ArmSource::Holdout`], a randomized comparison within the class.
+    Decided,
+    /// Held out of a decided rule's mode into its other arm by the keyed
+    /// hash (`holdout=`).
+    Holdout,
+    /// The arm drawn or decided is stopped for the class by a guard: the
+    /// job got the control; kept out of every comparison.
+    Guarded,
+}
+
+impl ArmSource {
+    /// The word records write (`assigned`, `holdout`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ArmSource::Assigned => "assigned",
+            ArmSource::Chosen => "chosen",
+            ArmSource::Default => "default",
+            ArmSource::Decided => "decided",
+            ArmSource::Holdout => "holdout",
+            ArmSource::Guarded => "guarded",
+        }
+    }
+
+    /// Whether the site's experiment or policy set the arm (drawn, decided,
+    /// held out or guarded): such an arm never fails a job, and what the
+    /// site set up is the site's to hear of, not the job's.
+    pub fn by_site(self) -> bool {
+        !matches!(self, ArmSource::Chosen | ArmSource::Default)
+    }
+
+    /// Whether the arm was drawn at random (an experiment's, a decided
+    /// rule's or its holdout's): the records a randomized comparison uses.
+    pub fn randomized(self) -> bool {
+        matches!(self, ArmSource::Assigned | ArmSource::Decided | ArmSource::Holdout)
+    }
 }
 
 /// The unit an experiment randomizes.
@@ -138,6 +175,11 @@ pub struct StepOutcome {
     /// records and where no experiment ran.
     #[serde(default)]
     pub arms: Option<String>,
+    /// The job's class: the name of the policy rule that matched it
+    /// (`policy=`). Added within version 1: `None` in older records and
+    /// where no policy rule matched.
+    #[serde(default)]
+    pub class: Option<String>,
     /// What the step was given.
     pub placement: Placement,
     /// Start, seconds since the epoch.
@@ -199,6 +241,7 @@ mod tests {
             arm: "auto".into(),
             arm_source: ArmSource::Assigned,
             arms: Some("auto:50,none:50".into()),
+            class: Some("reco".into()),
             placement: Placement { mode: "auto".into(), cpus: Some("0-3".into()), memory: Some("bind 0".into()) },
             start_unix: 1.0,
             end_unix: 3.5,

@@ -87,6 +87,7 @@ fn source_name(s: u8) -> &'static str {
     match s {
         0 => "assigned",
         1 => "chosen",
+        3 => "guarded",
         _ => "default",
     }
 }

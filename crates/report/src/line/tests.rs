@@ -70,6 +70,7 @@ fn other_schemas_and_bad_lines_are_told_apart() {
 fn a_record_the_library_writes_reads_back() {
     use numakit::experiment::{Hardware, Placement, StepOutcome};
     let r = StepOutcome {
+        class: None,
         schema: SCHEMA.into(),
         cluster: "c".into(),
         job: "7".into(),

@@ -15,9 +15,12 @@ use std::path::Path;
 use numakit::batch::ledger::{ArmTag, Ledger};
 use numakit::batch::{self, JobMode, TaskInfo};
 use numakit::experiment::assign::{self, Subject};
+use numakit::experiment::guard::Guards;
 use numakit::experiment::ids::{self, JobIds};
 use numakit::experiment::outcome::{step_status, Measured, Step};
-use numakit::experiment::{key, ArmSource, Assignment, Design, Hardware, Numa, Placement, StepOutcome};
+use numakit::experiment::policy::assign::{assign_with_files, Files, Start};
+use numakit::experiment::policy::JobFacts;
+use numakit::experiment::{key, Assignment, Design, Hardware, Numa, Placement, StepOutcome};
 use numakit::place::MemMode;
 use numakit::sets::CpuSet;
 use numakit::stats::cgroup::{CgroupCounters, CgroupDir};
@@ -45,49 +48,60 @@ fn read_small(path: &str) -> Option<String> {
     numakit::files::read_named_text(std::path::Path::new(path)).ok()
 }
 
-/// The job's mode and arm, and a note for the log.
+/// The job's mode and arm, and the notes for the log: the site's policy
+/// and guards (`--policy`, `--guard`), else its experiment, else the
+/// default.
 fn assignment(
     args: &RunArgs,
     chosen: Option<&JobMode>,
     default: &JobMode,
     ids: Option<&JobIds>,
+    facts: &JobFacts,
     host: &str,
     start_unix: f64,
-) -> (Assignment, Option<String>) {
+) -> (Assignment, Vec<String>) {
     let words: Vec<&str> = args.experiment.as_deref().map(|w| w.split_whitespace().collect()).unwrap_or_default();
+    let plain = || assign::assign(None, Err(String::new()), None, chosen, default, &blank(host, start_unix)).0;
     let design = match Design::from_words(&words) {
         Ok(d) => d,
-        Err(e) => {
-            let (a, _) = assign::assign(None, Err(String::new()), None, chosen, default, &blank(host, start_unix));
-            return (a, Some(format!("--experiment: {e}: no experiment runs")));
-        }
+        Err(e) => return (plain(), vec![format!("--experiment: {e}: no experiment runs")]),
     };
-    let Some(ids) = ids.filter(|_| design.is_some()) else {
-        let note = design.as_ref().map(|d| format!("experiment {}: no batch system's job id here", d.name));
-        let (a, _) = assign::assign(None, Err(String::new()), None, chosen, default, &blank(host, start_unix));
-        return (a, note);
-    };
-    let d = design.as_ref();
-    let stop = d.and_then(|d| assign::stopped(d, start_unix, d.stop.as_ref().is_some_and(|p| p.exists())));
-    // The wrappers run as the job's user: the key cannot be private to root.
-    let key = match (d, &stop) {
-        (Some(d), None) => key::read_key(&d.key, false),
-        _ => Err(String::new()),
+    let files = Files { policy: args.policy.clone(), guards: args.guard.clone() };
+    let Some(ids) = ids.filter(|_| design.is_some() || files.policy.is_some()) else {
+        let what = design.as_ref().map(|d| format!("experiment {}", d.name));
+        let what = what.or_else(|| files.policy.as_ref().map(|_| "--policy".to_string()));
+        return (plain(), what.map(|w| format!("{w}: no batch system's job id here")).into_iter().collect());
     };
     let subject = Subject { cluster: ids.cluster.as_deref(), job: &ids.job, host, start_unix };
-    assign::assign(d, key.as_deref().map_err(Clone::clone), stop, chosen, default, &subject)
+    let start = Start {
+        subject: &subject,
+        chosen,
+        default,
+        site: design.as_ref(),
+        guards: &Guards::default(),
+        // The wrappers run as the job's user: the key cannot be private to root.
+        read_key: &|p| key::read_key(p, false),
+        stop_present: &|p| p.exists(),
+    };
+    assign_with_files(&files, facts, &start)
+}
+
+/// What the policy's rules match the job on: its names, the CPUs the
+/// batch system gave it, the memory it asked for (`--mem`), and in a
+/// Slurm job its QOS and GPUs.
+fn job_facts(args: &RunArgs, topo: &Topology, ids: Option<&JobIds>) -> JobFacts {
+    let var = |k: &str| std::env::var(k).ok();
+    let base = ids.map(JobFacts::from_ids).unwrap_or_default();
+    let base = if ids.is_some_and(|i| i.batch_system == "slurm") { base.with_slurm_env(&var) } else { base };
+    JobFacts {
+        cpus: job_cpus(args, topo).ok().map(|c| c.0),
+        mem_bytes: args.mem.as_deref().and_then(|m| numakit::units::parse_size(m).ok()),
+        ..base
+    }
 }
 
 fn blank(host: &str, start_unix: f64) -> Subject<'_> {
     Subject { cluster: None, job: "", host, start_unix }
-}
-
-fn source_name(s: ArmSource) -> &'static str {
-    match s {
-        ArmSource::Assigned => "assigned",
-        ArmSource::Chosen => "chosen",
-        ArmSource::Default => "default",
-    }
 }
 
 /// This process's cgroup, when it is the job's own (`--job-cgroup`).
@@ -112,8 +126,9 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
     let host = host.split('.').next().unwrap_or_default().to_string();
     let start_unix = unix_now();
     let ledger = Ledger::new(&args.ledger);
-    let (a, note) = assignment(args, chosen.as_ref(), &default, ids.as_ref(), &host, start_unix);
-    if let Some(n) = note {
+    let facts = job_facts(args, topo, ids.as_ref());
+    let (a, notes) = assignment(args, chosen.as_ref(), &default, ids.as_ref(), &facts, &host, start_unix);
+    for n in notes {
         if ledger.note_once(&n) {
             eprintln!("numakit: {n}");
         }
@@ -123,7 +138,7 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
     // Placed with the arm; an experiment's arm never fails the job.
     let given = match &a.mode {
         JobMode::Auto => {
-            let run_unplaced = args.if_no_fit == "run" || a.source == ArmSource::Assigned;
+            let run_unplaced = args.if_no_fit == "run" || a.source.by_site();
             match place_auto(sys, topo, args, socket, run_unplaced)? {
                 Auto::Exit(code) => return Ok(code),
                 Auto::Placed(d) => d.plan.and_then(|p| p.memory).map(|m| memory_text(m.mode, &m.nodes.to_list())),
@@ -142,7 +157,7 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
                     }
                     p.decision.plan.and_then(|p| p.memory).map(|m| memory_text(m.mode, &m.nodes.to_list()))
                 }
-                Err(e) if a.source == ArmSource::Assigned => {
+                Err(e) if a.source.by_site() => {
                     eprintln!("numakit: {e}: the experiment's arm runs unplaced");
                     None
                 }
@@ -151,7 +166,7 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
         }
     };
     if a.experiment.is_some() || args.experiment.is_some() {
-        let tag = ArmTag { experiment: a.experiment.clone(), arm: a.arm.clone(), source: source_name(a.source).into() };
+        let tag = ArmTag { experiment: a.experiment.clone(), arm: a.arm.clone(), source: a.source.name().into() };
         if let Err(e) = ledger.tag(sys, pid, "run --auto", None, tag) {
             eprintln!("numakit: {e}");
         }
@@ -161,7 +176,7 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
     let exclude_none = |pid: i32| {
         if a.mode == JobMode::None {
             let w = batch::exclude_from_daemon(socket, pid, by_cgroup.as_deref());
-            if let (Some(w), false) = (w, a.source == ArmSource::Assigned) {
+            if let (Some(w), false) = (w, a.source.by_site()) {
                 eprintln!("numakit: {w}");
             }
         }
