@@ -3,8 +3,9 @@
 //! variance), streaming moments, Welch's two-sample t-test (from values or
 //! moments), the ratio of two spreads, robust scores, the exact sign test
 //! of paired comparisons, Pearson's goodness of fit, p-values adjusted for
-//! many comparisons (Holm, Benjamini–Hochberg), and planning (how many
-//! runs a target precision needs, how many jobs a test needs).
+//! many comparisons (Holm, Benjamini–Hochberg), confidence sequences that
+//! stay valid however often they are read ([`Sequence`]), and planning (how
+//! many runs a target precision needs, how many jobs a test needs).
 //!
 //! Pure functions on `&[f64]`: nothing here measures, reads the system or
 //! prints. Distributions (Student's t, the normal) come from `statrs`.
@@ -22,6 +23,7 @@ mod adjust;
 mod gof;
 mod moments;
 mod planning;
+mod sequential;
 mod sign;
 mod spread;
 mod summary;
@@ -33,6 +35,7 @@ pub use moments::Moments;
 pub use planning::{
     expected_max_variance_pct, paired_units_needed, runs_needed, welch_jobs_needed, PlanRow, MAX_RUNS_NEEDED,
 };
+pub use sequential::Sequence;
 pub use sign::{sign_test, SignTest};
 pub use spread::{mad, robust_z, sd_ratio, SdRatio};
 pub use summary::{
