@@ -67,7 +67,7 @@ impl Sequence {
     /// The interval for `estimate` with standard error `se` from `n` units.
     pub fn interval(&self, estimate: f64, se: f64, n: f64) -> Option<(f64, f64)> {
         let k = self.multiplier(n)?;
-        (estimate.is_finite() && se.is_finite() && se >= 0.0).then(|| (estimate - k * se, estimate + k * se))
+        (estimate.is_finite() && se.is_finite() && se >= 0.0).then_some((estimate - k * se, estimate + k * se))
     }
 
     /// The always-valid p-value of "the effect is 0" (see the module's text).
