@@ -41,6 +41,12 @@ use std::time::{Duration, Instant};
 
 use crate::{slurmdbd, Error, Output};
 
+/// How long a daemon may take to come up (and the compute host to be
+/// idle) before the start fails: a hang guard only, since a daemon that
+/// fails exits and that is seen at once. A test-bed guest on a busy host
+/// (TCG, beside other jobs) starts one in tens of seconds.
+const DAEMON_START: Duration = Duration::from_secs(180);
+
 /// The programs a test Slurm needs, and the package each comes from.
 pub const PROGRAMS: &[(&str, &str)] = &[
     ("munged", "munge"),
@@ -84,7 +90,7 @@ impl Default for SlurmSpec {
             plugstack: String::new(),
             extra_conf: Vec::new(),
             cgroup_conf: None,
-            ready_timeout: Duration::from_secs(30),
+            ready_timeout: DAEMON_START,
             accounting: false,
         }
     }
@@ -354,12 +360,12 @@ impl Slurm {
             .arg("--log-file")
             .arg(p("log/munged.log"));
         self.spawn("munged", munged)?;
-        self.wait_for(Duration::from_secs(10), "munged's socket", |s| s.dir.join("run/munge.socket").exists())?;
+        self.wait_for(DAEMON_START, "munged's socket", |s| s.dir.join("run/munge.socket").exists())?;
         if let Some(port) = self.dbd_port {
             self.spawn("mariadb", slurmdbd::mariadb(&self.dir))?;
-            self.wait_for(Duration::from_secs(30), "MariaDB's socket", |s| s.dir.join("run/db.sock").exists())?;
+            self.wait_for(DAEMON_START, "MariaDB's socket", |s| s.dir.join("run/db.sock").exists())?;
             self.spawn("slurmdbd", slurmdbd::slurmdbd(&self.dir))?;
-            self.wait_for(Duration::from_secs(30), "slurmdbd", |_| slurmdbd::listening(port))?;
+            self.wait_for(DAEMON_START, "slurmdbd", |_| slurmdbd::listening(port))?;
         }
         let mut ctld = Command::new("slurmctld");
         ctld.args(["-D", "-i", "-f"]).arg(self.conf());
