@@ -86,6 +86,7 @@ fn a_fifo_for_the_lock_file_does_not_stop_a_placement() {
     fifo(&l.join(".lock"));
     let o = bounded(&mut run_auto(&l, &[], &["true"]));
     assert!(o.status.success(), "{}", text(&o.stderr));
+    eprintln!("HOSTILE|shared folders|the job ledger's old lock file made a FIFO, then a placement as root|1|0");
 }
 
 /// Defect 2: a temporary name root would write through. The old scheme's
@@ -113,6 +114,7 @@ fn planted_temporary_names_never_make_root_write_elsewhere() {
         .collect();
     assert_eq!(entries.len(), 1, "one entry");
     assert!(entries[0].file_type().expect("type").is_file());
+    eprintln!("HOSTILE|shared folders|links to a root file at 3000 predictable temporary names in the ledger|1|0");
 }
 
 /// Defect 3: the note file read with a plain read: a FIFO hung root, a link
@@ -143,6 +145,7 @@ fn a_note_file_that_is_a_fifo_or_a_link_to_dev_zero_is_not_read() {
         let kind = std::fs::symlink_metadata(&note).expect("note").file_type();
         assert!(kind.is_file(), "{plant}: the planted name was replaced, not written through");
     }
+    eprintln!("HOSTILE|shared folders|the ledger's note file a FIFO, a link to /dev/zero|2|0");
 }
 
 /// Defect 4: the outcomes file made a FIFO: the job ran, then the wrapper
@@ -168,6 +171,7 @@ fn an_outcomes_fifo_keeps_the_jobs_status_and_says_why_no_record() {
     assert!(o.status.success());
     assert!(text(&o.stderr).contains("a symbolic link, which numakit does not follow here"), "{}", text(&o.stderr));
     assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "precious\n");
+    eprintln!("HOSTILE|shared folders|the outcomes file a FIFO, a link to another file|2|0");
 }
 
 /// Defect 5: a full disk tore a record (391 of 832 bytes, no newline) and
@@ -228,6 +232,7 @@ cp "$MNT/numakit-outcomes.jsonl" "$COPY"
     let r: numakit::experiment::StepOutcome =
         serde_json::from_str(lines[1].trim_end()).expect("job 78's record, whole");
     assert_eq!(r.job, "78.server");
+    eprintln!("HOSTILE|shared folders|outcome records on a full tmpfs (a record cut short at 391 bytes)|3|0");
 }
 
 /// The PBS job starter line for the full-disk script.
