@@ -31,9 +31,12 @@
 //!    outcome for every decision its counters report.
 //! 5. (vii) kill -9 during a move, again and again: a process whose
 //!    memory sits on node 0, in a cgroup whose cpuset has the CPUs of
-//!    nodes 1-3, is being moved (bind, then its pages in budgeted batches)
-//!    when the daemon is killed with SIGKILL, restarted, and killed again
-//!    once it moves pages again, three times ([`KILL_AFTER_MS`]); after
+//!    nodes 1-3, is being moved (bind, then its pages in budgeted batches,
+//!    one or two huge pages a scan) when the daemon is killed with
+//!    SIGKILL, restarted, and killed again, three times, each kill on an
+//!    event the guest sees ([`KILLS`]: the move written ahead to the state
+//!    file, the restarted daemon's pages moving in `numa_maps`, its log
+//!    line of a page batch), never after a wait for a time; after
 //!    each kill the state file parses and no page has gone back to node 0;
 //!    after the last restart every thread is on the same CPUs, 90% of the
 //!    pages are on their nodes, the state file's placement is those nodes,
@@ -214,54 +217,75 @@ fn phase4() -> String {
     )
 }
 
-/// Kill points of phase 5 in milliseconds: the first after the daemon
-/// wrote its move ahead to the state file (bind and first batch under
-/// way), each later one after the restarted daemon was seen moving pages
-/// again. The page budget (600 pages/s, refilled for at most four
-/// intervals after a restart) spreads the move's 8192 pages over many
-/// scans, so each kill lands inside or between batches.
-const KILL_AFTER_MS: [u32; 3] = [0, 0, 300];
+/// Phase 5's kills, in order: the event each waits for (the guest's test
+/// of the same name, and the word on its `killed` line) and what it is.
+/// Each kill follows the poll that saw its event with no command forked
+/// between, and each event comes while the move has thousands of pages
+/// left, a poll being far shorter than the move's remaining scans: the page
+/// budget (600 pages/s, `max_budget_intervals = 1` so that a restarted
+/// daemon does not catch up with a burst) moves at most one or two 2 MiB
+/// huge pages (512 pages each) a scan, a scan a second, and the move is
+/// whole only once 90% of its 8192 pages have left node 0. No kill waits
+/// for a time; a busy host makes each poll slower, which that margin of
+/// thousands of pages absorbs.
+const KILLS: [(&str, &str); 3] = [
+    ("ahead", "the move written ahead to the state file"),
+    ("moving", "the restarted daemon moving pages again (numa_maps)"),
+    ("logged", "the restarted daemon's decision-log line of a page batch"),
+];
 
 /// Phase 5: one move killed again and again. `nk-hold` (32 MiB touched
 /// on node 0, three more threads) in a cgroup of its own whose cpuset has
-/// the CPUs of nodes 1-3; the daemon starts, writes the move ahead, and
-/// is killed with SIGKILL at each of [`KILL_AFTER_MS`], restarted after
-/// each kill (a restart that moves nothing for 600 polls is killed
-/// anyway); the last start runs until the placement is whole (all threads
-/// on the same CPUs, 90% of the pages on their nodes) or 400 polls.
+/// the CPUs of nodes 1-3; the daemon starts and is killed with SIGKILL on
+/// each event of [`KILLS`], restarted after each kill; a wait for an event
+/// that never comes (1000 polls, over 200 s) prints `no_event R EVENT`
+/// and ends the phase. The last start runs until the placement is whole
+/// (all threads on the same CPUs, 90% of the pages on their nodes) or 400
+/// polls.
 fn phase5() -> String {
     let hold = hold();
     let cfg = config("/tmp/d5", 1)
         .replace("min_rss_bytes = 40000000", "min_rss_bytes = 20000000")
-        .replace("pages_per_s = 1000000", "pages_per_s = 600");
-    let delays: Vec<String> = KILL_AFTER_MS.iter().map(|d| d.to_string()).collect();
+        .replace("pages_per_s = 1000000", "pages_per_s = 600")
+        + "max_budget_intervals = 1\n";
+    let events: Vec<&str> = KILLS.iter().map(|k| k.0).collect();
     format!(
         "{lib}\nmkdir -p /tmp/d5; cat > /tmp/d5/c.toml <<'EOF'\n{cfg}EOF\n\
          sysctl -qw kernel.numa_balancing=0\n\
          mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup\n\
          echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control\n\
          el() {{ awk \"BEGIN {{ print $(date +%s.%N) - $1 }}\"; }}\n\
-         affs() {{ for t in /proc/$1/task/*; do taskset -pc ${{t##*/}} 2>/dev/null | sed 's/.*: //'; done | tr '\\n' ' '; }}\n\
-         nodes() {{ echo \"$(pages $1 0) $(pages $1 1) $(pages $1 2) $(pages $1 3)\"; }}\n\
+         # affs PID: every thread's CPUs; nodes PID: its anonymous pages on nodes 0-3 (one read each, few forks:\n\
+         # the guest's CPU is the daemon's too)\n\
+         affs() {{ awk '/^Cpus_allowed_list:/ {{ printf \"%s \", $2 }}' /proc/$1/task/*/status 2>/dev/null; }}\n\
+         nodes() {{ awk '!/ file=/ {{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {{ split(substr($i, 2), kv, \"=\"); t[kv[1]] += kv[2] }} }}\n\
+           END {{ print t[0] + 0, t[1] + 0, t[2] + 0, t[3] + 0 }}' /proc/$1/numa_maps; }}\n\
          # whole PID: every thread on the same CPUs and 90% of the pages on their nodes (4n-rr: CPU c on node c % 4)\n\
          whole() {{\n\
-           a=$(affs $1); [ \"$(echo $a | tr ' ' '\\n' | sort -u | wc -l)\" = 1 ] || return 1\n\
-           echo \"${{a%% *}} $(nodes $1)\" | awk '{{ n = split($1, p, \",\"); for (i = 1; i <= n; i++) {{ m = split(p[i], r, \"-\");\n\
-             for (c = r[1]; c <= r[m]; c++) s[c % 4] = 1 }} t = $2 + $3 + $4 + $5; for (k in s) on += $(k + 2); exit !(t > 0 && on * 10 >= t * 9) }}'\n\
+           echo \"$(affs $1)| $(nodes $1)\" | awk -F'|' '{{ n = split($1, a, \" \"); for (i = 2; i <= n; i++) if (a[i] != a[1]) exit 1\n\
+             split($2, pg, \" \"); m = split(a[1], p, \",\"); for (i = 1; i <= m; i++) {{ k = split(p[i], r, \"-\");\n\
+             for (c = r[1]; c <= r[k]; c++) s[c % 4] = 1 }} t = pg[1] + pg[2] + pg[3] + pg[4]; for (x in s) on += pg[x + 1]\n\
+             exit !(n > 0 && t > 0 && on * 10 >= t * 9) }}'\n\
          }}\n\
+         # The kill events (KILLS): the move written ahead; pages moved\n\
+         # since the last kill; a page batch logged since the last kill.\n\
+         batches() {{ n=$(grep -c '\"action\":\"migrate\".*\"outcome\":\"applied\"' /tmp/d5/decisions.jsonl 2>/dev/null); echo ${{n:-0}}; }}\n\
+         ahead() {{ grep -q '\"cpu_nodes\"' /tmp/d5/state/state.json 2>/dev/null; }}\n\
+         moving() {{ [ \"$(pages $M 0)\" -lt \"$left\" ]; }}\n\
+         logged() {{ [ \"$(batches)\" -gt \"$logged0\" ]; }}\n\
+         # wait_for R EVENT: polls EVENT every 0.2 s (a page batch takes a scan, over a second), 1000 times at most\n\
+         wait_for() {{ for i in $(seq 1000); do $2 && return 0; sleep 0.2; done; echo \"no_event $1 $2\"; return 1; }}\n\
          mkdir -p /sys/fs/cgroup/k5; echo 1-3,5-7 > /sys/fs/cgroup/k5/cpuset.cpus; echo 0-3 > /sys/fs/cgroup/k5/cpuset.mems\n\
          taskset -c 3 {hold} --mib 32 --threads 3 --first-touch-node 0 --loop > /tmp/k5.out 2>&1 & M=$!\n\
          wait_ready /tmp/k5.out; echo $M > /sys/fs/cgroup/k5/cgroup.procs; taskset -a -p -c 0-7 $M >/dev/null\n\
          echo \"before 0 0 $M | $(affs $M)| $(nodes $M)\"\n\
          T0=$(date +%s.%N); start_daemon /tmp/d5 || {{ kill $M; exit 1; }}\n\
-         for i in $(seq 600); do grep -q '\"cpu_nodes\"' /tmp/d5/state/state.json 2>/dev/null && break; sleep 0.05; done\n\
-         echo \"ahead $(el $T0)\"\n\
-         r=0; left=$(pages $M 0)\n\
-         for ms in {delays}; do\n\
-           r=$((r+1))\n\
-           [ $r -gt 1 ] && for i in $(seq 600); do [ $(pages $M 0) -lt $left ] && break; sleep 0.05; done\n\
-           [ $ms -gt 0 ] && sleep $(awk \"BEGIN {{ print $ms / 1000 }}\"); kill -9 $(cat /tmp/d5/pid); left=$(pages $M 0)\n\
-           echo \"killed $r $ms $M | $(affs $M)| $(nodes $M)| $(el $T0)\"\n\
+         r=0; left=$(pages $M 0); logged0=0\n\
+         for ev in {events}; do\n\
+           r=$((r+1)); D=$(cat /tmp/d5/pid)\n\
+           wait_for $r $ev || {{ stop_daemon /tmp/d5; kill $M; echo '=== err'; cat /tmp/d5/err; exit 1; }}\n\
+           kill -9 $D; wait $D 2>/dev/null; left=$(pages $M 0); logged0=$(batches)\n\
+           echo \"killed $r $ev $M | $(affs $M)| $(nodes $M)| $(el $T0)\"\n\
            echo \"state_killed $r $(tr -d '\\n' < /tmp/d5/state/state.json)\"\n\
            rm -f /tmp/d5/d.sock; start_daemon /tmp/d5 || {{ kill $M; exit 1; }}\n\
          done\n\
@@ -272,9 +296,10 @@ fn phase5() -> String {
          echo \"state_final $(tr -d '\\n' < /tmp/d5/state/state.json)\"\n\
          echo \"files $(ls -A /tmp/d5/state | tr '\\n' ' ')\"\n\
          kill $M\n\
+         echo '=== log'; grep '\"action\":\"migrate\"' /tmp/d5/decisions.jsonl\n\
          echo '=== err'; cat /tmp/d5/err",
         lib = lib(),
-        delays = delays.join(" "),
+        events = events.join(" "),
     )
 }
 
@@ -507,21 +532,27 @@ fn daemon_in_four_nodes() {
     let mut left_on_0 = node0(line("before")).unwrap_or_else(|| panic!("(vii) set-up: {}", ctx()));
     assert!(left_on_0 > 7000, "(vii) set-up: the 8192 pages must start on node 0: {}", ctx());
     // What the kills caught, to stderr past libtest's capture.
-    let seen: Vec<&str> =
-        o.lines().filter(|l| ["ahead ", "killed ", "took "].iter().any(|k| l.starts_with(k))).collect();
+    let seen: Vec<&str> = o.lines().filter(|l| ["killed ", "took "].iter().any(|k| l.starts_with(k))).collect();
     eprintln!("(vii) {}", seen.join("; "));
+    if let Some(l) = o.lines().find_map(|l| l.strip_prefix("no_event ")) {
+        let r: usize = l.split_whitespace().next().and_then(|r| r.parse().ok()).unwrap_or(0);
+        let what = KILLS.get(r.wrapping_sub(1)).map_or(l, |k| k.1);
+        panic!("(vii) kill {r}: {what} never came (1000 polls, over 200 s): {}", ctx());
+    }
     let mut mid_move = 0;
-    for (i, ms) in KILL_AFTER_MS.iter().enumerate() {
+    for (i, (event, what)) in KILLS.iter().enumerate() {
         let r = i + 1;
         let killed = line(&format!("killed {r}"));
+        assert_eq!(killed.split_whitespace().next(), Some(*event), "(vii) kill {r}: not on {what}: {}", ctx());
         let state: Value = serde_json::from_str(line(&format!("state_killed {r}")))
-            .unwrap_or_else(|e| panic!("(vii) kill {r} ({ms} ms): the state file does not parse ({e}): {}", ctx()));
+            .unwrap_or_else(|e| panic!("(vii) kill {r} (on {what}): the state file does not parse ({e}): {}", ctx()));
         assert_eq!(state["version"], 2, "(vii) kill {r}: state file: {}", ctx());
         let on_0 = node0(killed).unwrap_or(u64::MAX);
         assert!(on_0 <= left_on_0 + 16, "(vii) kill {r}: pages went back to node 0 ({left_on_0} -> {on_0}): {}", ctx());
         left_on_0 = on_0;
         mid_move += usize::from(!placement_of(killed).0);
     }
+    eprintln!("(vii) {mid_move} of {} kills landed before the move was whole", KILLS.len());
     let fin = line("final");
     let pid = fin.split_whitespace().nth(2).unwrap_or("?").to_string();
     let (whole, nodes, list) = placement_of(fin);
@@ -537,7 +568,8 @@ fn daemon_in_four_nodes() {
     );
     let files = line("files");
     assert!(!files.contains(".tmp"), "(vii) a temporary state file left: {files}: {}", ctx());
-    // Under a loaded host the kills may all come late; at least one must
-    // have caught the move unfinished, or nothing above was tested.
+    // Each kill waits for its event (KILLS), which comes with thousands of
+    // pages left to move; at least one must have caught the move
+    // unfinished, or nothing above was tested.
     assert!(mid_move >= 1, "(vii) no kill landed before the move was whole: {}", ctx());
 }
