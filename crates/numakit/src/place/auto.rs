@@ -37,7 +37,6 @@
 use std::fmt;
 
 use super::plan::{MemMode, MemPolicy, Plan};
-use super::request::nearest_memory_nodes;
 use crate::sets::{CpuSet, NodeSet};
 use crate::topo::Topology;
 
@@ -175,11 +174,13 @@ pub fn parse_reserve(text: &str, allowed: &CpuSet) -> Result<CpuSet, String> {
 /// memory itself, a memory-less (or not allowed) one its nearest allowed
 /// node(s) with memory.
 pub fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
+    let allowed = topo.memory_nodes().intersection(&topo.allowed.nodes);
     nodes.iter().fold(NodeSet::new(), |acc, n| {
-        if topo.node(n).is_some_and(|x| x.has_memory) && topo.allowed.nodes.contains(n) {
+        if allowed.contains(n) {
             acc.union(&std::iter::once(n).collect())
         } else {
-            acc.union(&nearest_memory_nodes(topo, n).intersection(&topo.allowed.nodes))
+            let best = allowed.iter().filter_map(|m| topo.distance(n, m)).min();
+            acc.union(&allowed.iter().filter(|&m| best.is_some() && topo.distance(n, m) == best).collect())
         }
     })
 }

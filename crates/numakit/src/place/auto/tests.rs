@@ -274,3 +274,27 @@ fn memory_only_nodes_are_never_cpu_targets() {
     let d = decide(&t, &l, &req(4, 0)).expect("fits");
     assert_eq!(d.nodes.to_list(), "1-2");
 }
+
+/// A node whose memory the cpuset does not allow is memory-less for the
+/// job: it comes after the nodes whose memory it may use, and its memory
+/// comes from the nearest node whose memory it allows (not from none,
+/// its own being the nearest).
+#[test]
+fn a_node_whose_memory_the_cpuset_forbids_counts_as_memory_less() {
+    let m = SynthMachine::of_nodes(&[("0-1", 1024), ("2-3", 1024), ("4-5", 1024)]).with_distance(0, 2, 30);
+    let (_d, mut t) = topo(&m);
+    t.allowed.nodes = NodeSet::parse_list("1-2").expect("nodes");
+    assert_eq!(memory_for(&t, &NodeSet::parse_list("0").expect("n")).to_list(), "1");
+    let mut l = loads_of(&t, &t.allowed.cpus);
+    let d = decide(&t, &l, &req(2, 0)).expect("fits");
+    assert_ne!(d.nodes.to_list(), "0", "{}", d.reason);
+    l[1].idle_cpus = CpuSet::new();
+    l[2].idle_cpus = CpuSet::new();
+    let d = decide(&t, &l, &req(2, 0)).expect("fits");
+    assert_eq!(d.nodes.to_list(), "0");
+    assert!(
+        d.reason.contains("and no memory the cpuset allows: memory from node 1 (distance 20), 0.9 GiB free"),
+        "{}",
+        d.reason
+    );
+}
