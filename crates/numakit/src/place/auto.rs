@@ -25,11 +25,11 @@
 //! that start together (the idle-CPU test already leaves out nodes
 //! without room), and a job moved to a memory-less node still draws its
 //! memory from a memory node, often the same one, only from farther away.
-//! In a group of nodes (rule 3), distance decides first; at equal
-//! distance nodes with memory are added first, and of two groups equally
-//! near the one with fewer memory-less nodes wins. Memory-only nodes (no
-//! CPUs) are never CPU targets. The reason line of a memory-less node
-//! says where its memory comes from.
+//! Groups of nodes (rule 3) are chosen as before, by distance; a
+//! memory-less member's memory comes from its nearest memory nodes.
+//! Memory-only nodes (no CPUs) are never CPU targets. The reason line of
+//! a memory-less node, alone or in a group, says where its memory comes
+//! from.
 //!
 //! [`decide`] is a pure function of the model, the per-node load and the
 //! request; sampling the load is [`crate::sys::stat`]'s job.
@@ -296,21 +296,17 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
     }
 
     // Rule 3: the nearest group of nodes. From every start node, add the
-    // nearest nodes (ties: nodes with memory of their own, then more idle
-    // CPUs, then lower id) until the idle CPUs suffice; keep the group with
-    // the smallest largest distance, then the smallest distance sum, then
-    // the fewest memory-less nodes, then the most free memory.
+    // nearest nodes (ties: more idle CPUs, then lower id) until the idle
+    // CPUs suffice; keep the group with the smallest largest distance, then
+    // the smallest distance sum, then the most free memory. (Memory-less
+    // nodes are not put last here: in the simulator that lost throughput
+    // on 4 of its 68 farms with memory-less nodes and won on none.)
     let memless = |n: u32| !mem_nodes(n).contains(n);
-    let mut best: Option<(u32, u32, usize, u64, NodeSet)> = None;
+    let mut best: Option<(u32, u32, u64, NodeSet)> = None;
     for start in &cpu_nodes {
         let mut others: Vec<&&NodeLoad> = cpu_nodes.iter().filter(|l| l.node != start.node).collect();
         others.sort_by_key(|l| {
-            (
-                topo.distance(start.node, l.node).unwrap_or(u32::MAX),
-                memless(l.node),
-                std::cmp::Reverse(usable(l).len()),
-                l.node,
-            )
+            (topo.distance(start.node, l.node).unwrap_or(u32::MAX), std::cmp::Reverse(usable(l).len()), l.node)
         });
         let mut group: NodeSet = std::iter::once(start.node).collect();
         let mut idle = usable(start).len();
@@ -336,13 +332,12 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
         }
         let mem: NodeSet = ids.iter().fold(NodeSet::new(), |acc, &n| acc.union(&mem_nodes(n)));
         let free = free_of(&mem);
-        let without = ids.iter().filter(|&&n| memless(n)).count();
-        let key = (maxd, sumd, without, std::cmp::Reverse(free));
-        if best.as_ref().is_none_or(|(bm, bs, bw, bf, _)| key < (*bm, *bs, *bw, std::cmp::Reverse(*bf))) {
-            best = Some((maxd, sumd, without, free, group));
+        let key = (maxd, sumd, std::cmp::Reverse(free));
+        if best.as_ref().is_none_or(|(bm, bs, bf, _)| key < (*bm, *bs, std::cmp::Reverse(*bf))) {
+            best = Some((maxd, sumd, free, group));
         }
     }
-    let Some((maxd, _, _, free, group)) = best else {
+    let Some((maxd, _, free, group)) = best else {
         return Err(Refusal(format!("no group of nodes has {} idle CPUs", req.cpus)));
     };
     let mem: NodeSet = group.iter().fold(NodeSet::new(), |acc, n| acc.union(&mem_nodes(n)));

@@ -242,25 +242,26 @@ fn a_memory_less_node_between_two_is_not_the_freest() {
     );
 }
 
-/// A job larger than a node: of two groups equally near, the one without
-/// the memory-less node, whatever the numbering.
+/// A job larger than a node, numbered either way: a group holding the
+/// memory-less node says where that node's memory comes from.
 #[test]
-fn a_group_leaves_out_the_memory_less_node_when_it_can() {
-    for nodes in [
-        [("0-1", 0), ("2-3", 1024), ("4-5", 1024), ("6-7", 1024)],
-        [("0-1", 1024), ("2-3", 1024), ("4-5", 1024), ("6-7", 0)],
+fn a_group_says_where_its_memory_less_node_takes_memory_from() {
+    for (nodes, memless) in [
+        ([("0-1", 0), ("2-3", 1024), ("4-5", 1024), ("6-7", 1024)], 0),
+        ([("0-1", 1024), ("2-3", 1024), ("4-5", 1024), ("6-7", 0)], 3),
     ] {
         let (_d, t) = topo(&SynthMachine::of_nodes(&nodes));
-        let memless = if nodes[0].1 == 0 { 0 } else { 3 };
         let l = loads_of(&t, &t.allowed.cpus);
-        let d = decide(&t, &l, &req(4, 0)).expect("fits");
-        assert_eq!(d.rule, Rule::NodeGroup);
-        assert!(!d.nodes.contains(memless), "{nodes:?}: {}", d.nodes.to_list());
-        assert!(!d.reason.contains("no memory"), "{}", d.reason);
-        // A job that needs every CPU takes it, and the reason says so.
         let d = decide(&t, &l, &req(8, 0)).expect("fits");
-        assert!(d.nodes.contains(memless));
-        assert!(d.reason.contains(&format!("; node {memless} has no memory: memory from nodes ")), "{}", d.reason);
+        assert_eq!((d.rule, d.nodes.len()), (Rule::NodeGroup, 4));
+        let from = if memless == 0 { "1-3" } else { "0-2" };
+        assert!(
+            d.reason.ends_with(&format!("; node {memless} has no memory: memory from nodes {from} (distance 20)")),
+            "{}",
+            d.reason
+        );
+        let m = d.plan.memory.expect("mem");
+        assert!(!m.nodes.contains(memless), "{}", m.nodes.to_list());
     }
 }
 
