@@ -330,3 +330,71 @@ fn odd_machines_are_described_as_they_are() {
         assert!(e.contains("node 4 has no memory (a generic initiator") && !e.contains("CPU node"), "{e}");
     }
 }
+
+/// The nodes `topo`'s text lists under each package, memory-only and other
+/// CPU-less nodes included, against hwloc's packages' node sets: hwloc
+/// attaches a CPU-less node to its HMAT initiators, else to its nearest
+/// nodes by SLIT distance unless all are as near (then to no package).
+#[test]
+fn text_packages_hold_the_nodes_hwloc_puts_there() {
+    let mut failures = BTreeMap::new();
+    let mut cpuless_placed = 0;
+    for f in fixtures() {
+        if decided_by_raw(&f.name, "all") || decided_by_raw(&f.name, "packages") {
+            continue;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_numakit"))
+            .arg("--sysroot")
+            .arg(&f.root)
+            .arg("topo")
+            .output()
+            .expect("run numakit");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // package id (None: "no package") -> the nodes listed under it.
+        let mut ours: BTreeMap<Option<u32>, NodeSet> = BTreeMap::new();
+        let mut current: Option<Option<u32>> = None;
+        for line in text.lines().skip_while(|l| !l.starts_with("Packages -> ")).skip(1) {
+            if !line.starts_with("  ") {
+                break;
+            }
+            let mut rest = line.trim_start();
+            if let Some(r) = rest.strip_prefix("package ") {
+                let (id, r) = r.split_once(':').expect("package id");
+                current = Some(Some(id.parse().expect("package id")));
+                rest = r.trim_start();
+            } else if let Some(r) = rest.strip_prefix("no package:") {
+                current = Some(None);
+                rest = r.trim_start();
+            }
+            let Some(node) = rest.strip_prefix("node ").and_then(|r| r.split_once(':')).map(|(n, _)| n) else {
+                continue;
+            };
+            let pkg = current.expect("a node line under a package");
+            ours.entry(pkg).or_default().insert(node.parse().expect("node id"));
+        }
+        cpuless_placed += text.lines().filter(|l| l.contains(": memory only, ") && !l.contains("no package")).count();
+        // hwloc's packages by os_index (it splits the packages of
+        // 28em64t-2s2n7c-buggycoresiblings in two objects with one index).
+        let mut theirs: BTreeMap<u32, NodeSet> = BTreeMap::new();
+        for p in f.reference["packages"].as_array().into_iter().flatten() {
+            let (Some(id), Some(nodes)) = (p["os_index"].as_u64(), p["nodes"].as_str()) else { continue };
+            let want = NodeSet::parse_list(nodes).expect("ref nodes");
+            theirs.entry(id as u32).and_modify(|s| *s = s.union(&want)).or_insert(want);
+        }
+        let mut bad = Vec::new();
+        for (id, want) in theirs {
+            let got = ours.get(&Some(id)).cloned().unwrap_or_default();
+            if got != want {
+                bad.push(format!("package {id}: hwloc nodes {} text {}", want.to_list(), got.to_list()));
+            }
+        }
+        if !bad.is_empty() {
+            failures.insert(f.name.clone(), bad);
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    if !fixtures().is_empty() {
+        // The KNL's MCDRAM, the fake tiered and initiator machines.
+        assert!(cpuless_placed >= 18, "only {cpuless_placed} memory-only nodes under a package");
+    }
+}

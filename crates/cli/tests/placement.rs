@@ -145,3 +145,51 @@ fn auto_dry_run_explains_and_refuses_with_75() {
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
     assert!(stderr(&o).contains("keep it pending"));
 }
+
+/// Issue 41's probe: `--node 0-1:0 --node 2-3:1G` (a memory-less CPU node
+/// first) put a 2-CPU job on node 0 with all its memory on node 1. Numbered
+/// either way, the job goes to the node with memory of its own; with that
+/// node's CPUs reserved, to the memory-less node, and the reason says
+/// where its memory comes from.
+#[test]
+fn auto_dry_run_puts_memory_less_nodes_after_nodes_with_memory() {
+    for (opts, local, memless) in [("--node 0-1:0 --node 2-3:1G", "1", "0"), ("--node 0-1:1G --node 2-3:0", "0", "1")] {
+        let d = common::write_synth(&common::synth_of(opts));
+        let ledger = d.path().join("ledger");
+        let auto = |extra: &[&str]| {
+            let mut a = vec!["run", "--auto", "--cpus", "2", "--mem", "100M", "--dry-run"];
+            a.extend(["--ledger", ledger.to_str().expect("utf-8 path")]);
+            a.extend(extra);
+            a.extend(["--", "true"]);
+            nk(d.path(), &a)
+        };
+        let o = auto(&[]);
+        assert!(o.status.success(), "{opts}: {}", stderr(&o));
+        let out = stdout(&o);
+        let cpus = if local == "0" { "0-1" } else { "2-3" };
+        assert!(out.contains(&format!("decision: node(s) {local} (OneNode)")), "{opts}: {out}");
+        assert!(
+            out.contains(&format!("reason: node {local} has 2 idle CPUs (need 2) and 0.9 GiB free")),
+            "{opts}: {out}"
+        );
+        assert!(out.contains(&format!("numactl --physcpubind={cpus} --membind={local} true")), "{opts}: {out}");
+        // `advise` shares the rules.
+        let o = nk(d.path(), &["advise", "--cpus", "2", "--mem", "100M"]);
+        assert!(stdout(&o).contains(&format!("nodes: {local}\n")), "{opts}: {}{}", stdout(&o), stderr(&o));
+
+        let mem_cpus = if local == "0" { "0-1" } else { "2-3" };
+        let o = auto(&["--reserve", mem_cpus]);
+        assert!(o.status.success(), "{opts}: {}", stderr(&o));
+        let out = stdout(&o);
+        let cpus = if memless == "0" { "0-1" } else { "2-3" };
+        assert!(out.contains(&format!("decision: node(s) {memless} (OneNode)")), "{opts}: {out}");
+        assert!(
+            out.contains(&format!(
+                "reason: node {memless} has 2 idle CPUs (need 2) and no memory: memory from node {local} (distance 20), \
+                 0.9 GiB free (need 0.1 GiB); no node with memory of its own has 2 idle CPUs"
+            )),
+            "{opts}: {out}"
+        );
+        assert!(out.contains(&format!("numactl --physcpubind={cpus} --membind={local} true")), "{opts}: {out}");
+    }
+}

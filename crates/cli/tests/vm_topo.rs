@@ -71,6 +71,21 @@ fn check_topo(name: &str, t: &Topology, out: &BTreeMap<String, Output>) {
         // The CPU-less memory node reports HMAT access attributes.
         assert!(nodes.iter().any(|n| !n["access"].as_array().expect("a").is_empty()), "{name}: HMAT access classes");
     }
+    // The text view: a tier column where the kernel tiers memory, the HMAT
+    // figures where the firmware has them, every memory-only node under the
+    // package of the CPU node it is local to.
+    let human = &out["human"].stdout;
+    let header = human.lines().find(|l| l.starts_with("NODE  CPUS")).unwrap_or_default();
+    assert_eq!(header.contains(" TIER "), nodes.iter().any(|n| !n["memory_tier"].is_null()), "{name}: {human}");
+    assert_eq!(human.contains("Memory performance (firmware HMAT"), t.hmat.is_some(), "{name}: {human}");
+    for (i, _) in t.nodes.iter().enumerate().filter(|(_, n)| n.cpus.is_empty()) {
+        let line = human.lines().find(|l| l.trim_start().starts_with(&format!("node {i}: memory only, ")));
+        let line = line.unwrap_or_else(|| panic!("{name}: node {i} in the package list: {human}"));
+        assert!(line.starts_with("             node") && !line.contains("no package"), "{name}: {line}");
+        if name == "tiered" {
+            assert!(line.ends_with("local to node 0 (HMAT)"), "{name}: {line}");
+        }
+    }
     let strip = |s: &str| s.lines().filter(|l| !l.contains(" free: ")).collect::<Vec<_>>().join("\n");
     assert_eq!(strip(&out["hw"].stdout), strip(&out["numactl"].stdout), "{name}: topo --hardware vs numactl");
 }

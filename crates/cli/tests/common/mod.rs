@@ -305,3 +305,63 @@ pub fn run_on_node_dir(
     let refused = o.status.code() == Some(97) || String::from_utf8_lossy(&o.stderr).starts_with("unshare:");
     (!refused).then_some(o)
 }
+
+/// The machine that the test bed's topology options describe (`--node
+/// 0-1:0 --node 2-3:1G --dist 0-1=20 --hmat-lb 0-1=150:10240 ...`, as
+/// `numakit-vm` takes them), as a synthetic sysfs tree's description: the
+/// same nodes, CPUs, packages and distances, and the HMAT access classes
+/// the kernel would show (for each memory node, the initiators with the
+/// lowest latency and, among them, the highest bandwidth; classes 0 and
+/// 1 alike, every test bed initiator having CPUs). Every CPU idle in its
+/// `/proc/stat` once [`write_synth`] wrote it.
+pub fn synth_of(opts: &str) -> numakit::topo::synth::SynthMachine {
+    use numakit::topo::synth::{SynthAccess, SynthCpu, SynthMachine};
+    let words: Vec<&str> = opts.split_whitespace().collect();
+    let t = numakit_testbed::Topology::from_options(&words).unwrap_or_else(|e| panic!("{opts}: {e}"));
+    let mut cpus: Vec<SynthCpu> = Vec::new();
+    for (node, n) in (0u32..).zip(&t.nodes) {
+        for &id in &n.cpus {
+            let package = t.smp.package_of(id);
+            cpus.push(SynthCpu { id, node, package, core: id });
+        }
+    }
+    cpus.sort_by_key(|c| c.id);
+    let mut access = Vec::new();
+    for (target, _) in t.nodes.iter().enumerate().filter(|(_, n)| n.mem_mib > 0) {
+        let lbs: Vec<&numakit_testbed::HmatLb> = t.hmat.iter().flatten().filter(|l| l.target == target).collect();
+        let Some(lat) = lbs.iter().map(|l| l.latency_ns).min() else { continue };
+        let bw = lbs.iter().filter(|l| l.latency_ns == lat).map(|l| l.bandwidth_mib_s).max().unwrap_or(0);
+        let best: Vec<u32> =
+            lbs.iter().filter(|l| l.latency_ns == lat && l.bandwidth_mib_s == bw).map(|l| l.initiator as u32).collect();
+        for class in [0, 1] {
+            access.push(SynthAccess {
+                target: target as u32,
+                class,
+                initiators: best.clone(),
+                latency_ns: (lat, lat),
+                bandwidth_mib_s: (bw, bw),
+            });
+        }
+    }
+    SynthMachine {
+        cpus,
+        nodes: (0u32..).zip(&t.nodes).map(|(i, n)| (i, n.mem_mib)).collect(),
+        distances: t.distances.clone(),
+        free_percent: 90,
+        access,
+        tiers: Vec::new(),
+    }
+}
+
+/// Writes `m` into a new temporary root with a `/proc/stat` in which
+/// every CPU is idle.
+pub fn write_synth(m: &numakit::topo::synth::SynthMachine) -> tempfile::TempDir {
+    let d = tempfile::tempdir().expect("tmp");
+    m.write(d.path()).expect("write");
+    let mut stat = String::from("cpu  0 0 0 0\n");
+    for c in &m.cpus {
+        stat.push_str(&format!("cpu{} 0 0 0 1000 0 0 0 0 0 0\n", c.id));
+    }
+    std::fs::write(d.path().join("proc/stat"), stat).expect("stat");
+    d
+}

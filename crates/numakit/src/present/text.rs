@@ -1,16 +1,20 @@
 //! The human view of `numakit topo`: a summary line (and a line when the
 //! nodes' memory does not add up to `/proc/meminfo`'s), one row per node
-//! (CPU ranges, memory, free memory, huge pages, devices) and a line of the
-//! PCI devices on no node, the distance matrix (a compact per-node form
-//! beyond 16 nodes), packages → nodes → cores → PUs, caches, and the
-//! allowed set when a cpuset restricts it.
+//! (CPU ranges, memory, free memory, memory tier where the kernel has
+//! memory tiering, huge pages, devices) and a line of the PCI devices on no
+//! node, the distance matrix (a compact per-node form beyond 16 nodes),
+//! the HMAT figures where the firmware gives them (each memory node's
+//! latency and bandwidth from its best initiators), packages → nodes →
+//! cores → PUs with the nodes without CPUs under the package of the CPU
+//! nodes they are local to (as hwloc places them), caches, and the allowed
+//! set when a cpuset restricts it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::human_bytes;
-use crate::sets::CpuSet;
-use crate::topo::{MemoryAccounting, Topology};
+use crate::sets::{CpuSet, NodeSet};
+use crate::topo::{AccessClass, LocalBy, MemoryAccounting, Node, Topology};
 
 /// Nodes beyond which the distance matrix is shown in compact form.
 pub const MATRIX_MAX_NODES: usize = 16;
@@ -52,6 +56,9 @@ pub fn render(topo: &Topology) -> String {
     out.push('\n');
     distances(topo, &mut out);
     out.push('\n');
+    if hmat(topo, &mut out) {
+        out.push('\n');
+    }
     packages(topo, &mut out);
     caches(topo, &mut out);
     let all_nodes = topo.node_ids();
@@ -125,7 +132,9 @@ fn node_table(topo: &Topology, out: &mut String) {
             devs.entry(n).or_default().extend(d.netdevs.iter().chain(&d.blockdevs).cloned());
         }
     }
-    let rows: Vec<[String; 6]> = topo
+    // The tier column only where the kernel has memory tiering.
+    let tiers = topo.nodes.iter().any(|n| n.memory_tier.is_some());
+    let rows: Vec<Vec<String>> = topo
         .nodes
         .iter()
         .map(|n| {
@@ -150,32 +159,47 @@ fn node_table(topo: &Topology, out: &mut String) {
                 .map(|h| format!("{}x{}", h.total, short_size(h.size_bytes)))
                 .collect();
             let d = devs.get(&n.id).map(|v| v.join(",")).unwrap_or_default();
-            [n.id.to_string(), cpus, total, free, or_dash(&huge.join(" ")).to_string(), or_dash(&d).to_string()]
+            let mut row = vec![n.id.to_string(), cpus, total, free];
+            if tiers {
+                row.push(n.memory_tier.map_or("-".into(), |t| t.to_string()));
+            }
+            row.extend([or_dash(&huge.join(" ")).to_string(), or_dash(&d).to_string()]);
+            row
         })
         .collect();
-    let header = ["NODE", "CPUS", "MEMORY", "FREE", "HUGEPAGES", "DEVICES"];
-    let mut w = header.map(str::len);
-    for r in &rows {
+    let mut header = vec!["NODE", "CPUS", "MEMORY", "FREE"];
+    if tiers {
+        header.push("TIER");
+    }
+    header.extend(["HUGEPAGES", "DEVICES"]);
+    let right = |i: usize| i == 2 || i == 3 || (tiers && i == 4);
+    let header: Vec<String> = header.into_iter().map(String::from).collect();
+    table(&header, &rows, right, "", out);
+}
+
+/// Writes rows under a header, each line starting with `indent`: columns
+/// two spaces apart, `right(i)` ones right-aligned, the last one as it is,
+/// trailing blanks cut.
+fn table(header: &[String], rows: &[Vec<String>], right: impl Fn(usize) -> bool, indent: &str, out: &mut String) {
+    let mut w: Vec<usize> = header.iter().map(String::len).collect();
+    for r in rows {
         for (i, c) in r.iter().enumerate() {
             w[i] = w[i].max(c.len());
         }
     }
-    let line = |cells: [&str; 6]| {
-        let mut s = String::new();
+    let last = header.len() - 1;
+    for cells in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        let mut s = String::from(indent);
         for (i, c) in cells.iter().enumerate() {
-            if i == 5 {
+            if i == last {
                 s.push_str(c);
-            } else if i == 2 || i == 3 {
+            } else if right(i) {
                 let _ = write!(s, "{:>width$}  ", c, width = w[i]);
             } else {
                 let _ = write!(s, "{:<width$}  ", c, width = w[i]);
             }
         }
-        s.trim_end().to_string()
-    };
-    let _ = writeln!(out, "{}", line(header));
-    for r in &rows {
-        let _ = writeln!(out, "{}", line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
+        let _ = writeln!(out, "{}", s.trim_end());
     }
 }
 
@@ -228,10 +252,77 @@ fn distances(topo: &Topology, out: &mut String) {
     }
 }
 
+/// The HMAT figures, one row per memory node and access class with
+/// figures: the best initiators and their read and write latency and
+/// bandwidth. A node's class 0 (any initiator) is shown apart from its
+/// class 1 (CPU initiators) only where they differ. Writes nothing and
+/// returns false where the firmware gives no figures.
+fn hmat(topo: &Topology, out: &mut String) -> bool {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for n in &topo.nodes {
+        // CPU initiators (class 1) first: what a job's threads see.
+        let mut known: Vec<&AccessClass> = n.access.iter().filter(|a| has_figures(a)).collect();
+        known.sort_by_key(|a| (a.class != 1, a.class));
+        let same = known.len() == 2 && same_access(known[0], known[1]);
+        let shown = if same { &known[..1] } else { &known[..] };
+        for (i, a) in shown.iter().enumerate() {
+            let label = match (shown.len(), a.class) {
+                (1, _) => "",
+                (_, 0) => " (any initiator)",
+                (_, 1) => " (CPU initiators)",
+                _ => " (other initiators)",
+            };
+            rows.push(vec![
+                if i == 0 { n.id.to_string() } else { String::new() },
+                if a.initiators.is_empty() { "-".into() } else { format!("{}{label}", nodes_word(&a.initiators)) },
+                figure_pair(a.read_latency_ns, a.write_latency_ns, |ns| format!("{ns} ns")),
+                figure_pair(a.read_bandwidth_mbps, a.write_bandwidth_mbps, |m| {
+                    human_bytes(m.saturating_mul(1 << 20)) + "/s"
+                }),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return false;
+    }
+    out.push_str("Memory performance (firmware HMAT, from each node's best initiators):\n");
+    let header: Vec<String> = ["NODE", "FROM", "LATENCY", "BANDWIDTH"].map(String::from).to_vec();
+    table(&header, &rows, |i| i == 2, "  ", out);
+    true
+}
+
+/// Whether the firmware gave any figure (the kernel writes 0 for one it
+/// was not given).
+fn has_figures(a: &AccessClass) -> bool {
+    [a.read_latency_ns, a.write_latency_ns, a.read_bandwidth_mbps, a.write_bandwidth_mbps]
+        .iter()
+        .any(|v| v.is_some_and(|v| v > 0))
+}
+
+fn same_access(a: &AccessClass, b: &AccessClass) -> bool {
+    (a.initiators.clone(), a.read_latency_ns, a.write_latency_ns, a.read_bandwidth_mbps, a.write_bandwidth_mbps)
+        == (b.initiators.clone(), b.read_latency_ns, b.write_latency_ns, b.read_bandwidth_mbps, b.write_bandwidth_mbps)
+}
+
+/// `26 ns`, `26 ns read, 30 ns write`, `30 ns write`, `-`: a read and a
+/// write figure (0: not given).
+fn figure_pair(read: Option<u64>, write: Option<u64>, f: impl Fn(u64) -> String) -> String {
+    match (read.filter(|v| *v > 0), write.filter(|v| *v > 0)) {
+        (Some(r), Some(w)) if r == w => f(r),
+        (Some(r), Some(w)) => format!("{} read, {} write", f(r), f(w)),
+        (Some(r), None) => format!("{} read", f(r)),
+        (None, Some(w)) => format!("{} write", f(w)),
+        (None, None) => "-".into(),
+    }
+}
+
 fn packages(topo: &Topology, out: &mut String) {
     if topo.packages.is_empty() {
         return;
     }
+    // Nodes without CPUs, each with the package it sits in (None: none).
+    let cpuless: Vec<(&Node, Option<u32>)> =
+        topo.nodes.iter().filter(|n| n.cpus.is_empty()).map(|n| (n, topo.package_of_cpuless(n.id))).collect();
     out.push_str("Packages -> nodes -> cores -> CPUs:\n");
     for p in &topo.packages {
         let _ = write!(out, "  package {}:", p.id);
@@ -252,11 +343,61 @@ fn packages(topo: &Topology, out: &mut String) {
             let indent = if first { " " } else { "             " };
             first = false;
             let _ = writeln!(out, "{indent}node {}: {}, CPUs {}", n.id, core_shapes(&cores, &cpus), cpus.to_list());
+            // Then the CPU-less nodes of this package whose last CPU node
+            // (in node order) this is.
+            for (m, _) in cpuless.iter().filter(|(_, pk)| *pk == Some(p.id)) {
+                let last = topo.local_cpu_nodes(m.id).and_then(|l| l.nodes.intersection(&p.nodes).last());
+                if last == Some(n.id) {
+                    let _ = writeln!(out, "             {}", cpuless_line(topo, m));
+                }
+            }
         }
         if first {
             let _ = writeln!(out, " CPUs {}", p.cpus.to_list());
         }
     }
+    let mut first = true;
+    for (m, _) in cpuless.iter().filter(|(_, pk)| pk.is_none()) {
+        let lead = if first { "  no package: " } else { "              " };
+        first = false;
+        let _ = writeln!(out, "{lead}{}", cpuless_line(topo, m));
+    }
+}
+
+/// `node 8: memory only, 384 MiB, local to node 0 (HMAT)`: a node without
+/// CPUs, what it is and which CPU nodes it is local to.
+fn cpuless_line(topo: &Topology, n: &Node) -> String {
+    let what = match (n.has_memory, n.generic_initiator) {
+        (true, _) => format!("memory only, {}", n.memory.map_or("?".into(), |m| human_bytes(m.total_bytes))),
+        (false, true) => "generic initiator".into(),
+        (false, false) => "no CPUs, no memory".into(),
+    };
+    let near = match topo.local_cpu_nodes(n.id) {
+        Some(l) => match l.by {
+            LocalBy::Hmat => format!("local to {} (HMAT)", nodes_word(&l.nodes)),
+            LocalBy::Distance(d) => format!("nearest to {} (distance {d})", nodes_word(&l.nodes)),
+        },
+        None => unplaced_why(topo, n),
+    };
+    format!("node {}: {what}, {near}", n.id)
+}
+
+/// Why a node without CPUs is local to no CPU node.
+fn unplaced_why(topo: &Topology, n: &Node) -> String {
+    if !topo.has_distances {
+        return "no HMAT or distances tell where".into();
+    }
+    let d: Vec<u32> =
+        topo.nodes.iter().filter(|m| !m.cpus.is_empty()).filter_map(|m| topo.distance(n.id, m.id)).collect();
+    match (d.iter().min(), d.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("every CPU node at distance {lo}"),
+        _ => "no CPU node nearer than itself".into(),
+    }
+}
+
+/// `node 3`, `nodes 0-1`.
+fn nodes_word(nodes: &NodeSet) -> String {
+    format!("node{} {}", if nodes.len() == 1 { "" } else { "s" }, nodes.to_list())
 }
 
 /// `6 cores x 2 threads + 8 cores x 1 thread`: cores grouped by how many
@@ -296,3 +437,6 @@ fn caches(topo: &Topology, out: &mut String) {
         let _ = writeln!(out, "  L{level}{k} {size} x {count} (each shared by {shared} CPU{})", plural(shared));
     }
 }
+
+#[cfg(test)]
+mod tests;

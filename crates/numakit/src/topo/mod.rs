@@ -12,6 +12,7 @@ mod accounting;
 mod allowed;
 mod cpus;
 mod devices;
+mod locality;
 mod nodes;
 #[cfg(feature = "stats")]
 pub(crate) use nodes::read_hugepages;
@@ -27,6 +28,7 @@ pub use accounting::{MemoryAccounting, EXCESS_PCT, SHORTFALL_PCT};
 pub use allowed::read_cpuset_cpus;
 pub use cpus::MAX_CPUS;
 pub use devices::{device_pci_address, is_pci_address, pci_parent, PciDevice};
+pub use locality::{LocalBy, Locality};
 pub use nodes::{parse_distance_row, MAX_NODES};
 
 /// Where a topology came from.

@@ -29,6 +29,22 @@ pub struct SynthCpu {
     pub core: u32,
 }
 
+/// One HMAT access class of a memory node, as the kernel shows it in
+/// `nodeN/accessK/initiators/`: the best initiators and what they see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SynthAccess {
+    /// The memory node.
+    pub target: u32,
+    /// K in `accessK` (0: any initiator, 1: CPU initiators).
+    pub class: u32,
+    /// The best initiators.
+    pub initiators: Vec<u32>,
+    /// Read and write latency, nanoseconds.
+    pub latency_ns: (u64, u64),
+    /// Read and write bandwidth, MiB/s.
+    pub bandwidth_mib_s: (u64, u64),
+}
+
 /// A synthetic machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SynthMachine {
@@ -40,6 +56,11 @@ pub struct SynthMachine {
     pub distances: Vec<Vec<u32>>,
     /// Free memory as a share of total, in percent.
     pub free_percent: u64,
+    /// HMAT access classes (empty: the firmware has no HMAT).
+    pub access: Vec<SynthAccess>,
+    /// Memory tiers (`memory_tiering/memory_tierN/nodelist`): tier id and
+    /// its nodes (empty: the kernel has no memory tiering).
+    pub tiers: Vec<(u32, Vec<u32>)>,
 }
 
 impl SynthMachine {
@@ -70,6 +91,8 @@ impl SynthMachine {
             nodes: vec![(0, mem_mib), (1, mem_mib)],
             distances: vec![vec![10, 21], vec![21, 10]],
             free_percent: 80,
+            access: Vec::new(),
+            tiers: Vec::new(),
         }
     }
 
@@ -83,6 +106,8 @@ impl SynthMachine {
             nodes: vec![(0, mem_mib), (1, mem_mib)],
             distances: vec![vec![10, 20], vec![20, 10]],
             free_percent: 50,
+            access: Vec::new(),
+            tiers: Vec::new(),
         }
     }
 
@@ -97,7 +122,14 @@ impl SynthMachine {
             _ => 20,
         };
         let distances = (0..4).map(|a| (0..4).map(|b| d(a, b)).collect()).collect();
-        Self { cpus, nodes: (0..4).map(|n| (n, mem_mib)).collect(), distances, free_percent: 75 }
+        Self {
+            cpus,
+            nodes: (0..4).map(|n| (n, mem_mib)).collect(),
+            distances,
+            free_percent: 75,
+            access: Vec::new(),
+            tiers: Vec::new(),
+        }
     }
 
     /// A four-socket AMD server with two nodes per socket: 8 nodes of
@@ -125,7 +157,50 @@ impl SynthMachine {
                     .collect()
             })
             .collect();
-        Self { cpus, nodes: (0..8).map(|n| (n, mem_mib)).collect(), distances, free_percent: 90 }
+        Self {
+            cpus,
+            nodes: (0..8).map(|n| (n, mem_mib)).collect(),
+            distances,
+            free_percent: 90,
+            access: Vec::new(),
+            tiers: Vec::new(),
+        }
+    }
+
+    /// A machine of nodes `0..` described as the test bed's `--node
+    /// CPUS:MEM` options describe them: each `(CPU list, MiB)`, an empty
+    /// list for a memory-only node, 0 MiB for a memory-less one. One
+    /// package per CPU node, one core per CPU, distance 20 between every
+    /// two nodes ([`SynthMachine::with_distance`] changes one), 90% of the
+    /// memory free. Panics on a CPU list that is not one.
+    pub fn of_nodes(nodes: &[(&str, u64)]) -> Self {
+        let mut cpus = Vec::new();
+        let mut package = 0;
+        for (node, (list, _)) in (0u32..).zip(nodes) {
+            let set = CpuSet::parse_list(list).expect("a CPU list");
+            for (core, id) in (0u32..).zip(set.iter()) {
+                cpus.push(SynthCpu { id, node, package, core });
+            }
+            package += u32::from(!set.is_empty());
+        }
+        cpus.sort_by_key(|c| c.id);
+        let n = nodes.len();
+        Self {
+            cpus,
+            nodes: (0u32..).zip(nodes).map(|(i, (_, mib))| (i, *mib)).collect(),
+            distances: (0..n).map(|a| (0..n).map(|b| if a == b { 10 } else { 20 }).collect()).collect(),
+            free_percent: 90,
+            access: Vec::new(),
+            tiers: Vec::new(),
+        }
+    }
+
+    /// The same machine with distance `d` between nodes `a` and `b` (both
+    /// ways), `a` and `b` being positions in [`SynthMachine::nodes`].
+    pub fn with_distance(mut self, a: usize, b: usize, d: u32) -> Self {
+        self.distances[a][b] = d;
+        self.distances[b][a] = d;
+        self
     }
 
     /// Writes the tree below `root` (which should be empty).
@@ -188,6 +263,23 @@ impl SynthMachine {
                 put(&format!("{h}/free_hugepages"), &format!("{count}\n"))?;
                 put(&format!("{h}/surplus_hugepages"), "0\n")?;
             }
+        }
+        for a in &self.access {
+            let d = format!("{nd}/node{}/access{}/initiators", a.target, a.class);
+            for i in &a.initiators {
+                std::fs::create_dir_all(root.join(format!("{d}/node{i}")))?;
+            }
+            put(&format!("{d}/read_latency"), &format!("{}\n", a.latency_ns.0))?;
+            put(&format!("{d}/write_latency"), &format!("{}\n", a.latency_ns.1))?;
+            put(&format!("{d}/read_bandwidth"), &format!("{}\n", a.bandwidth_mib_s.0))?;
+            put(&format!("{d}/write_bandwidth"), &format!("{}\n", a.bandwidth_mib_s.1))?;
+        }
+        for (tier, nodes) in &self.tiers {
+            let list: CpuSet = nodes.iter().copied().collect();
+            put(
+                &format!("sys/devices/virtual/memory_tiering/memory_tier{tier}/nodelist"),
+                &format!("{}\n", list.to_list()),
+            )?;
         }
         put("proc/meminfo", &format!("MemTotal: {meminfo_total} kB\nMemFree: {meminfo_free} kB\n"))?;
         Ok(())

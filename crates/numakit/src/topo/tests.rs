@@ -85,3 +85,37 @@ fn not_a_root() {
     let (_d, sys) = root(&[("etc/hostname", "x")]);
     assert!(Topology::read(&sys).unwrap_err().to_string().contains("not a Linux system root"));
 }
+
+/// Where CPU-less nodes belong: the HMAT's CPU initiators (class 1) before
+/// class 0's, initiators without CPUs passed over (a generic initiator),
+/// then the nearest CPU nodes by SLIT unless every CPU node is as near;
+/// the package is the one package of those CPU nodes.
+#[test]
+fn cpu_less_nodes_are_local_to_their_initiators_or_nearest_cpu_nodes() {
+    use crate::topo::synth::{SynthAccess, SynthMachine};
+    let acc = |target, class, initiators: &[u32]| SynthAccess {
+        target,
+        class,
+        initiators: initiators.to_vec(),
+        latency_ns: (10, 10),
+        bandwidth_mib_s: (100, 100),
+    };
+    let mut m = SynthMachine::of_nodes(&[("0-1", 1024), ("2-3", 1024), ("", 1024), ("", 0), ("", 1024), ("", 1024)])
+        .with_distance(1, 4, 15)
+        .with_distance(0, 5, 15)
+        .with_distance(1, 5, 15);
+    // Node 2: class 0 names the generic initiator 3 and class 1 node 1.
+    m.access = vec![acc(2, 0, &[3]), acc(2, 1, &[1])];
+    let d = tempfile::tempdir().expect("tmp");
+    m.write(d.path()).expect("write");
+    let t = Topology::read(&SysRoot::at(d.path())).expect("read");
+    let local = |id| t.local_cpu_nodes(id).map(|l| (l.nodes.to_list(), l.by));
+    assert_eq!(local(0), None, "a CPU node");
+    assert_eq!(local(2), Some(("1".into(), LocalBy::Hmat)));
+    assert_eq!(t.package_of_cpuless(2), Some(1));
+    assert_eq!(local(3), None, "every CPU node at distance 20");
+    assert_eq!(t.package_of_cpuless(3), None);
+    assert_eq!(local(4), Some(("1".into(), LocalBy::Distance(15))));
+    assert_eq!(t.package_of_cpuless(4), Some(1));
+    assert_eq!(local(5), None, "as near to both CPU nodes as to each other");
+}

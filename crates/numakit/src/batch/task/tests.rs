@@ -281,3 +281,33 @@ fn a_jobs_own_steps_are_only_those_its_user_or_root_recorded() {
     // step's own sibling tasks (step 1) too.
     assert_eq!((pids(&own), pids(&others)), (vec![1, 2], vec![3, 4]));
 }
+
+/// `auto` tasks started together on a machine with a memory-less node
+/// (`--node 0-1:0 --node 2-3:4G`): the ledger's claims spread them, but
+/// `place::auto`'s rule puts a memory-less node after a node with memory
+/// of its own, so the node with memory fills first and the memory-less
+/// node takes the tasks only then, its memory from node 1.
+#[test]
+fn tasks_started_together_fill_the_node_with_memory_first() {
+    let d = tempfile::tempdir().unwrap();
+    SynthMachine::of_nodes(&[("0-1", 0), ("2-3", 4096)]).write(d.path()).unwrap();
+    let t = Topology::read_nodes_only(&SysRoot::at(d.path())).unwrap();
+    let all = t.allowed.cpus.clone();
+    let base = auto::loads_of(&t, &all);
+    let mut made: Vec<TaskDecision> = Vec::new();
+    for _ in 0..4 {
+        let refs: Vec<&TaskDecision> = made.iter().collect();
+        let loads = with_claims(&t, &base, &claims(&refs));
+        made.push(decide_task(&t, &JobMode::Auto, &all, &loads, &task(1)).unwrap());
+    }
+    let nodes: Vec<String> = made.iter().map(|d| d.nodes.to_list()).collect();
+    assert_eq!(nodes, ["1", "1", "0", "0"]);
+    for d in &made {
+        let m = d.plan.as_ref().unwrap().memory.as_ref().unwrap();
+        assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Bind, "1".to_string()), "{}", d.reason);
+    }
+    assert!(made[2].reason.contains("no memory: memory from node 1 (distance 20)"), "{}", made[2].reason);
+    let refs: Vec<&TaskDecision> = made.iter().collect();
+    let loads = with_claims(&t, &base, &claims(&refs));
+    assert!(matches!(decide_task(&t, &JobMode::Auto, &all, &loads, &task(1)), Err(JobError::NoFit(_))));
+}

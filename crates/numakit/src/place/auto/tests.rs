@@ -156,3 +156,146 @@ fn page_cache_the_kernel_reclaims_first_counts_as_free() {
     let t = Topology::read(&SysRoot::at(d.path())).expect("read");
     assert!(decide(&t, &loads_of(&t, &t.allowed.cpus), &req(1, 1)).is_err(), "0.2 GiB free and no cache: pending");
 }
+
+/// The probe's machine, `--node 0-1:0 --node 2-3:1G`, and the same
+/// numbered the other way, `--node 0-1:1G --node 2-3:0`: with every CPU
+/// idle, a 2-CPU job goes to the node with memory of its own either way.
+#[test]
+fn a_memory_less_node_comes_after_a_node_with_its_own_memory() {
+    for (nodes, local, memless) in [([("0-1", 0), ("2-3", 1024)], 1, 0), ([("0-1", 1024), ("2-3", 0)], 0, 1)] {
+        let (_d, t) = topo(&SynthMachine::of_nodes(&nodes));
+        let l = loads_of(&t, &t.allowed.cpus);
+        let d = decide(&t, &l, &req(2, 0)).expect("fits");
+        assert_eq!((d.rule, d.nodes.to_list()), (Rule::OneNode, local.to_string()), "{nodes:?}: {}", d.reason);
+        let m = d.plan.memory.expect("mem");
+        assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Bind, local.to_string()), "{nodes:?}");
+        assert_eq!(d.plan.cpus.expect("cpus"), t.node(local).expect("n").cpus, "{nodes:?}");
+        // Its reason says nothing of the memory-less node's memory.
+        assert!(
+            d.reason.starts_with(&format!("node {local} has 2 idle CPUs (need 2) and 0.9 GiB free")),
+            "{}",
+            d.reason
+        );
+        assert!(d.reason.ends_with("of the 1 node(s) with memory of their own and enough idle CPUs"), "{}", d.reason);
+
+        // Even with more placed jobs there (fewer on the memory-less node).
+        let mut l2 = l.clone();
+        l2[local as usize].placed = 3;
+        assert_eq!(decide(&t, &l2, &req(2, 0)).expect("fits").nodes.to_list(), local.to_string(), "{nodes:?}");
+
+        // Only when the node with memory lacks the idle CPUs does the
+        // memory-less node take the job, its memory from the other node.
+        let mut busy = l.clone();
+        busy[local as usize].idle_cpus = CpuSet::new();
+        let d = decide(&t, &busy, &req(2, 0)).expect("fits");
+        assert_eq!((d.rule, d.nodes.to_list()), (Rule::OneNode, memless.to_string()), "{nodes:?}");
+        let m = d.plan.memory.expect("mem");
+        assert_eq!((m.mode, m.nodes.to_list()), (MemMode::Bind, local.to_string()), "{nodes:?}");
+        assert_eq!(
+            d.reason,
+            format!(
+                "node {memless} has 2 idle CPUs (need 2) and no memory: memory from node {local} (distance 20), \
+                 0.9 GiB free (need 0.0 GiB); no node with memory of its own has 2 idle CPUs"
+            )
+        );
+    }
+}
+
+/// The test bed's `memless` machine with a fourth node: node 1 has no
+/// memory and is at distance 20 from nodes 0 and 2, so its memory would
+/// come from both and it looked the freest of all. Nodes 0 and 2 come
+/// first (2 having more free memory), node 1 only when they are busy; too
+/// little free memory on the nodes its memory comes from makes it prefer
+/// them.
+#[test]
+fn a_memory_less_node_between_two_is_not_the_freest() {
+    let m = SynthMachine::of_nodes(&[("0-1", 1024), ("2-3", 0), ("4-5", 1024), ("6-7", 8192)])
+        .with_distance(0, 2, 30)
+        .with_distance(1, 3, 30);
+    let (_d, t) = topo(&m);
+    let mut l = loads(&t, &[2, 2, 2, 0], &[1, 0, 2, 8]);
+    let d = decide(&t, &l, &req(2, 1)).expect("fits");
+    assert_eq!(d.nodes.to_list(), "2", "{}", d.reason);
+    assert!(d.reason.ends_with("the most free memory of the 2 node(s) with memory of their own and enough idle CPUs"));
+    l[0].idle_cpus = CpuSet::new();
+    l[2].idle_cpus = CpuSet::new();
+    let d = decide(&t, &l, &req(2, 1)).expect("fits");
+    assert_eq!((d.rule, d.nodes.to_list()), (Rule::OneNode, "1".to_string()));
+    let mem = d.plan.memory.expect("mem");
+    assert_eq!((mem.mode, mem.nodes.to_list()), (MemMode::Bind, "0,2".to_string()));
+    assert!(
+        d.reason.contains("no memory: memory from nodes 0,2 (distance 20), 3.0 GiB free (need 1.0 GiB)"),
+        "{}",
+        d.reason
+    );
+    // 3 GiB free on its memory nodes: 4 GiB is too much. Memory preferred
+    // on both and spilling.
+    let d = decide(&t, &l, &req(2, 4)).expect("fits");
+    assert_eq!((d.rule, d.nodes.to_list()), (Rule::OneNodePreferMemory, "1".to_string()));
+    let mem = d.plan.memory.expect("mem");
+    assert_eq!((mem.mode, mem.nodes.to_list()), (MemMode::PreferredMany, "0,2".to_string()));
+    assert_eq!(
+        d.reason,
+        "no node with memory of its own has 2 idle CPUs: node 1 has them and no memory: memory from nodes 0,2 \
+         (distance 20), 3.0 GiB free (need 4.0 GiB); CPUs bound to node 1, memory preferred on nodes 0,2 and spilling \
+         to other nodes"
+    );
+}
+
+/// A job larger than a node, numbered either way: a group holding the
+/// memory-less node says where that node's memory comes from.
+#[test]
+fn a_group_says_where_its_memory_less_node_takes_memory_from() {
+    for (nodes, memless) in [
+        ([("0-1", 0), ("2-3", 1024), ("4-5", 1024), ("6-7", 1024)], 0),
+        ([("0-1", 1024), ("2-3", 1024), ("4-5", 1024), ("6-7", 0)], 3),
+    ] {
+        let (_d, t) = topo(&SynthMachine::of_nodes(&nodes));
+        let l = loads_of(&t, &t.allowed.cpus);
+        let d = decide(&t, &l, &req(8, 0)).expect("fits");
+        assert_eq!((d.rule, d.nodes.len()), (Rule::NodeGroup, 4));
+        let from = if memless == 0 { "1-3" } else { "0-2" };
+        assert!(
+            d.reason.ends_with(&format!("; node {memless} has no memory: memory from nodes {from} (distance 20)")),
+            "{}",
+            d.reason
+        );
+        let m = d.plan.memory.expect("mem");
+        assert!(!m.nodes.contains(memless), "{}", m.nodes.to_list());
+    }
+}
+
+/// Memory-only nodes are never CPU targets, however free.
+#[test]
+fn memory_only_nodes_are_never_cpu_targets() {
+    let (_d, t) = topo(&SynthMachine::of_nodes(&[("", 65536), ("0-1", 1024), ("2-3", 1024)]));
+    let l = loads_of(&t, &t.allowed.cpus);
+    let d = decide(&t, &l, &req(2, 0)).expect("fits");
+    assert_ne!(d.nodes.to_list(), "0");
+    let d = decide(&t, &l, &req(4, 0)).expect("fits");
+    assert_eq!(d.nodes.to_list(), "1-2");
+}
+
+/// A node whose memory the cpuset does not allow is memory-less for the
+/// job: it comes after the nodes whose memory it may use, and its memory
+/// comes from the nearest node whose memory it allows (not from none,
+/// its own being the nearest).
+#[test]
+fn a_node_whose_memory_the_cpuset_forbids_counts_as_memory_less() {
+    let m = SynthMachine::of_nodes(&[("0-1", 1024), ("2-3", 1024), ("4-5", 1024)]).with_distance(0, 2, 30);
+    let (_d, mut t) = topo(&m);
+    t.allowed.nodes = NodeSet::parse_list("1-2").expect("nodes");
+    assert_eq!(memory_for(&t, &NodeSet::parse_list("0").expect("n")).to_list(), "1");
+    let mut l = loads_of(&t, &t.allowed.cpus);
+    let d = decide(&t, &l, &req(2, 0)).expect("fits");
+    assert_ne!(d.nodes.to_list(), "0", "{}", d.reason);
+    l[1].idle_cpus = CpuSet::new();
+    l[2].idle_cpus = CpuSet::new();
+    let d = decide(&t, &l, &req(2, 0)).expect("fits");
+    assert_eq!(d.nodes.to_list(), "0");
+    assert!(
+        d.reason.contains("and no memory the cpuset allows: memory from node 1 (distance 20), 0.9 GiB free"),
+        "{}",
+        d.reason
+    );
+}
