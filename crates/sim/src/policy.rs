@@ -210,7 +210,7 @@ impl Policy for StaticBind {
             })
             .collect();
         let req =
-            AutoRequest { cpus: job.threads, mem_bytes: job.mem_bytes as u64, reserve: CpuSet::new() };
+            AutoRequest { cpus: job.threads, mem_bytes: job.mem_bytes as u64, reserve: CpuSet::new(), near: None };
         let d = auto::decide(&self.topo, &loads, &req).ok()?;
         let cpu_mask = self.mask(&self.topo.nodes_of_cpus(d.plan.cpus.as_ref()?));
         let pol = match &d.plan.memory {

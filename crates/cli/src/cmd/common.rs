@@ -324,6 +324,18 @@ pub fn advise(
     Ok((auto::decide(topo, &loads, &req), source))
 }
 
+/// The devices this process's batch system gave it (`batch::devices`):
+/// its GPUs and NICs from its variables, HTCondor's job ad read as a named
+/// file; for one of several tasks of a Slurm step on this host
+/// (`SLURM_LOCALID`, `SLURM_NTASKS`), the GPU at its local id.
+pub fn task_devices(sys: &SysRoot) -> numakit::batch::devices::JobDevices {
+    let var = |k: &str| std::env::var(k).ok();
+    let file = |p: &str| numakit::files::read_named_text(std::path::Path::new(p)).ok();
+    let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u32>().ok());
+    let (task, tasks) = (num("SLURM_LOCALID").unwrap_or(0), num("SLURM_NTASKS").unwrap_or(1));
+    numakit::batch::devices::of_task(sys, &var, &file, task, tasks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
