@@ -143,9 +143,16 @@ pub(super) fn read_gpus(sys: &SysRoot, pci: &[PciDevice]) -> Result<Vec<Gpu>, Sy
         }
     };
     for dir in sys.list_dir(NVIDIA_GPUS)?.unwrap_or_default() {
-        let Some(text) = sys.read(format!("{NVIDIA_GPUS}/{dir}/information"))? else { continue };
-        let info = parse_nvidia_information(&text);
+        // The folder is named by the GPU's address; a dump may hold only
+        // some of its files (hwloc's keep numa_status alone).
+        let info = sys
+            .read(format!("{NVIDIA_GPUS}/{dir}/information"))?
+            .map(|t| parse_nvidia_information(&t))
+            .unwrap_or_default();
         let address = info.bus.clone().unwrap_or_else(|| dir.to_ascii_lowercase());
+        if !super::is_pci_address(&address) {
+            continue;
+        }
         let g = gpus.entry(address.clone()).or_insert_with(|| blank(&address));
         g.vendor = "nvidia".into();
         g.model = info.model;
