@@ -17,7 +17,9 @@
 //!   - a two-GPU job of two tasks: task 0 with GPU 0 on node 2, task 1 with
 //!     GPU 1 on node 1, each with its memory;
 //!   - a job without devices is placed as before (the rules, no device in
-//!     its reason).
+//!     its reason);
+//!   - `numakit show` of the first job's task names its GPU from the task's
+//!     environment, on node 1, and all its memory next to it.
 //!
 //! Skipped when QEMU (or SeaBIOS) cannot run here, failed instead under
 //! `CI=true`. `NUMAKIT_PRINT_SCRIPT=1` prints the guest script.
@@ -68,7 +70,7 @@ show() { # TAG PID ADDR
 }
 # One GPU, the second of gres.conf's (type b: /dev/nvidia1).
 srun --numa=auto -n1 -c2 --gres=gpu:b:1 $H --mib 32 > /tmp/g1.out 2>&1 &
-ready_all /tmp/g1.out 1 $! | while read p a; do show one $p $a; kill $p; done; wait
+ready_all /tmp/g1.out 1 $! | while read p a; do show one $p $a; $NK show $p | sed -n '/devices/,/memory next/p' | sed 's/^/shown /'; kill $p; done; wait
 # Two GPUs, two tasks.
 srun --numa=auto -n2 -c2 --gres=gpu:2 $H --mib 32 > /tmp/g2.out 2>&1 &
 ready_all /tmp/g2.out 2 $! > /tmp/g2.ready
@@ -157,6 +159,15 @@ fn vm_gpu_jobs_land_by_their_gpus() {
         placed.contains("cpus 1,5, memory bind 1") && placed.contains("the job's GPU 1 (0000:21:01.0) on node 1"),
         "{placed}"
     );
+
+    // `show` finds the task's GPU in its environment, its memory next to it.
+    let shown: Vec<&str> = o.lines().filter_map(|l| l.strip_prefix("shown ")).collect();
+    assert!(shown.first().is_some_and(|l| l.starts_with("  devices (SLURM_STEP_GPUS=1)")), "{ctx}");
+    assert!(shown.iter().any(|l| l.trim() == "GPU 1 0000:21:01.0 NVIDIA Test GPU, node 1"), "{ctx}");
+    // Its anonymous memory all there; shared libraries' page cache may sit elsewhere.
+    let near = shown.iter().find(|l| l.contains("memory next to them (node 1)")).unwrap_or_else(|| panic!("{ctx}"));
+    let pct: f64 = near.rsplit(", ").next().and_then(|p| p.trim_end_matches('%').parse().ok()).unwrap_or(0.0);
+    assert!(pct >= 90.0, "{near}\n{ctx}");
 
     // Two GPUs, two tasks: each by its own GPU.
     let t0 = line(o, "two", "SLURM_LOCALID=0");

@@ -358,5 +358,13 @@ pub fn of_task(
     }
 }
 
+/// A running process's devices, from its environment as it was started
+/// (`/proc/PID/environ`, [`crate::procs::read_environ`]): every device it
+/// was given, none chosen for a task.
+pub fn of_process(sys: &SysRoot, env: &[(String, String)]) -> JobDevices {
+    let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    of_task(sys, &var, &|_| None, 0, 1)
+}
+
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,12 @@ pub fn cpu_nodes_near(topo: &Topology, devices: &NodeSet) -> NodeSet {
     })
 }
 
+/// The memory next to devices on `devices`' nodes: that of the CPU nodes
+/// nearest them ([`cpu_nodes_near`]), where `auto` puts a job's memory.
+pub fn memory_near(topo: &Topology, devices: &NodeSet) -> NodeSet {
+    memory_for(topo, &cpu_nodes_near(topo, devices))
+}
+
 fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
