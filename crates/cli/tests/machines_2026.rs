@@ -245,3 +245,65 @@ fn cxl_server() {
     };
     check("cxl job", &(job("8G") + &job("20G")), CXL_JOB);
 }
+
+/// docs/batch.md's worked example: a 2-socket node with 8 GPUs, GPUs 0-3
+/// on socket 0, 4-7 on socket 1 (device minors in bus order, as the
+/// driver numbers them), Slurm's gres.conf `File=/dev/nvidia[0-7]`; a step
+/// of two tasks given GPUs 3 and 4.
+fn eight_gpus(root: &Path) {
+    SynthMachine::of_nodes(&[("0-47", 262144), ("48-95", 262144)]).with_distance(0, 1, 21).write(root).expect("write");
+    let buses = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"];
+    let gpus: Vec<SynthDevice> = (0u32..)
+        .zip(buses)
+        .map(|(i, bus)| SynthDevice {
+            address: format!("0000:{bus}:00.0"),
+            node: Some(i / 4),
+            kind: SynthDeviceKind::NvidiaGpu {
+                minor: i,
+                model: "NVIDIA H100 80GB HBM3".into(),
+                uuid: format!("GPU-{i}0000000-0000-0000-0000-000000000000"),
+                memory_node: None,
+            },
+        })
+        .collect();
+    write_devices(root, &gpus).expect("devices");
+    let conf = root.join("etc/slurm/gres.conf");
+    std::fs::create_dir_all(conf.parent().expect("parent")).expect("mkdir");
+    std::fs::write(conf, "NodeName=gpu[01-16] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n").expect("gres.conf");
+}
+
+const EIGHT_GPUS: &str = r#"decision: node(s) 0 (NearDevices)
+reason: the job's GPU 3 (0000:5d:00.0) on node 0: node 0 has 48 idle CPUs (need 8) and 230.4 GiB free (need 32.0 GiB): CPUs and memory bound there
+cpus: 8 (--cpus)
+view: not sampled
+numactl: numactl --physcpubind=0-47 --membind=0 train
+decision: node(s) 1 (NearDevices)
+reason: the job's GPU 4 (0000:9a:00.0) on node 1: node 1 has 48 idle CPUs (need 8) and 230.4 GiB free (need 32.0 GiB): CPUs and memory bound there
+cpus: 8 (--cpus)
+view: not sampled
+numactl: numactl --physcpubind=48-95 --membind=1 train
+decision: node(s) 0 (OneNode)
+reason: node 0 has 48 idle CPUs (need 8) and 230.4 GiB free (need 0.0 GiB), the most free memory of the 2 node(s) with enough idle CPUs (devices not known: CUDA_VISIBLE_DEVICES=3: CUDA device 3: CUDA's order is not the PCI bus order without CUDA_DEVICE_ORDER=PCI_BUS_ID: placed as without them)
+cpus: 8 (--cpus)
+view: not sampled
+numactl: numactl --physcpubind=0-47 --membind=0 train
+"#;
+
+#[test]
+fn eight_gpu_node_of_the_docs() {
+    let d = tempfile::tempdir().expect("tmp");
+    eight_gpus(d.path());
+    let task = |id: &str| {
+        run(
+            d.path(),
+            &["run", "--auto", "--cpus", "8", "--mem", "32G", "--sample", "0", "--dry-run", "--", "train"],
+            &[("SLURM_STEP_GPUS", "3,4"), ("SLURMD_NODENAME", "gpu07"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", id)],
+        )
+    };
+    let unknown = run(
+        d.path(),
+        &["run", "--auto", "--cpus", "8", "--sample", "0", "--dry-run", "--", "train"],
+        &[("CUDA_VISIBLE_DEVICES", "3")],
+    );
+    check("eight gpus", &(task("0") + &task("1") + &unknown), EIGHT_GPUS);
+}
