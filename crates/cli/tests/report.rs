@@ -3,11 +3,19 @@
 //! `--sacct` running a stand-in `sacct` (the arguments it is given, its
 //! rows joined), a closed pipe and a full disk. The statistics are tested
 //! in the `numakit-report` crate.
+//!
+//! Hostile input (records at the ends of the float range, options at the
+//! ends of theirs, sacct files and programs that never end): each run
+//! bounded in time and measured (`wait4`'s peak resident size); the counts
+//! printed (`HOSTILE|...`) are rows of the table in docs/hostile-input.md
+//! (scripts/hostile-report).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use numakit_report::synth::Farm;
 
@@ -167,4 +175,235 @@ fn a_closed_pipe_ends_quietly_and_a_full_disk_is_one_line() {
     drop(child.stdout.take());
     let o = child.wait_with_output().expect("wait");
     assert_eq!((o.status.code(), text(&o.stderr)), (Some(0), String::new()));
+}
+
+/// What one bounded run did.
+struct Run {
+    code: Option<i32>,
+    hung: bool,
+    signal: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    max_rss_kib: i64,
+    secs: f64,
+}
+
+/// Longer than any of these runs takes, short enough that a hang is found.
+const HANG: Duration = Duration::from_secs(20);
+/// Peak resident memory allowed to a run (the small inputs here need tens of MiB).
+const MEM_KIB: i64 = 256 << 10;
+/// Address space allowed: a run that asks for more fails at once.
+const AS_LIMIT: u64 = 8 << 30;
+
+impl Run {
+    fn err(&self) -> String {
+        text(&self.stderr)
+    }
+
+    /// What is wrong with a run expected to end with one of `codes` within
+    /// `secs`, its stderr empty or one clean line holding `says`.
+    fn problem(&self, codes: &[i32], says: Option<&str>, secs: f64) -> Option<String> {
+        let err = self.err();
+        if self.hung {
+            return Some(format!("hang (killed after {HANG:?})"));
+        }
+        if let Some(s) = self.signal {
+            return Some(format!("killed by signal {s}: {err:?}"));
+        }
+        if self.max_rss_kib > MEM_KIB {
+            return Some(format!("{} MiB resident", self.max_rss_kib >> 10));
+        }
+        if self.secs > secs {
+            return Some(format!("took {:.1} s, more than {secs} s", self.secs));
+        }
+        let code = self.code.unwrap_or(-1);
+        if !codes.contains(&code) {
+            return Some(format!("exit {code}, not {codes:?}: {err:?}"));
+        }
+        let body = err.strip_suffix('\n').unwrap_or(&err);
+        if body.contains('\n') || body.chars().any(char::is_control) {
+            return Some(format!("not one clean line on stderr: {body:?}"));
+        }
+        match says {
+            Some(s) if !body.contains(s) => Some(format!("stderr does not say {s:?}: {body:?}")),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `c` with stdin from /dev/null, bounded by [`HANG`] and
+/// [`AS_LIMIT`], reaped by `wait4` for its peak memory.
+#[allow(clippy::zombie_processes)]
+fn bounded(c: &mut Command) -> Run {
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let t = Instant::now();
+    let mut child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let (mut out, mut err) = (child.stdout.take().expect("out"), child.stderr.take().expect("err"));
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = (&mut out).take(16 << 20).read_to_end(&mut v);
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = (&mut err).take(64 << 10).read_to_end(&mut v);
+        let _ = std::io::copy(&mut err, &mut std::io::sink());
+        v
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut hung = false;
+    loop {
+        // SAFETY: wait4 on our own child, into values we own.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break;
+        }
+        if t.elapsed() > HANG && !hung {
+            hung = true;
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let (stdout, stderr) = (o.join().expect("stdout"), e.join().expect("stderr"));
+    Run {
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        hung,
+        signal: (!hung && libc::WIFSIGNALED(status)).then(|| libc::WTERMSIG(status)),
+        stdout,
+        stderr,
+        max_rss_kib: ru.ru_maxrss,
+        secs,
+    }
+}
+
+/// Tallies of one hostile surface, printed for scripts/hostile-report.
+struct Tally {
+    what: &'static str,
+    runs: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn new(what: &'static str) -> Self {
+        Tally { what, runs: 0, failures: Vec::new() }
+    }
+
+    fn check(&mut self, case: &str, problem: Option<String>) {
+        self.runs += 1;
+        if let Some(p) = problem {
+            self.failures.push(format!("{case}: {p}"));
+        }
+    }
+
+    fn finish(self) {
+        eprintln!("HOSTILE|report|{}|{}|{}", self.what, self.runs, self.failures.len());
+        assert!(
+            self.failures.is_empty(),
+            "{} of {} failed:\n{}",
+            self.failures.len(),
+            self.runs,
+            self.failures.join("\n")
+        );
+    }
+}
+
+/// The farm's records with `f` applied to some of them (as JSON values).
+fn farm_with(dir: &Path, name: &str, jobs: u64, f: impl Fn(usize, &mut serde_json::Value)) -> std::path::PathBuf {
+    let plain = std::fs::read_to_string(farm_file(dir, jobs)).expect("read");
+    let mut out = String::new();
+    for (i, l) in plain.lines().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(l).expect("record");
+        f(i, &mut v);
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, out).expect("write");
+    p
+}
+
+fn report_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_numakit"));
+    c.arg("report").args(args);
+    c
+}
+
+/// Figures that are not numbers: what the report must never print.
+fn not_numbers(out: &str) -> Option<String> {
+    out.lines().find(|l| l.contains("NaN") || l.contains("inf ") || l.contains("×inf")).map(str::to_string)
+}
+
+#[test]
+fn records_at_the_ends_of_the_float_range() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut t = Tally::new("records whose times are ±1.7e308, before 1970, after 9999, or whose CPU time overflows");
+    let huge = |every: usize| {
+        move |i: usize, v: &mut serde_json::Value| {
+            if i % every == 0 {
+                v["start_unix"] = (-1.7e308).into();
+                v["end_unix"] = 1.7e308.into();
+            }
+        }
+    };
+    for (name, file) in [
+        ("one record spanning ±1.7e308", farm_with(dir.path(), "one.jsonl", 300, huge(1000))),
+        ("every tenth record spanning ±1.7e308", farm_with(dir.path(), "tenth.jsonl", 300, huge(10))),
+        ("every record spanning ±1.7e308", farm_with(dir.path(), "all.jsonl", 300, huge(1))),
+        (
+            "CPU times of 1.7e308",
+            farm_with(dir.path(), "cpu.jsonl", 300, |i, v| {
+                if i % 3 == 0 {
+                    v["cpu_user_s"] = 1.7e308.into();
+                }
+            }),
+        ),
+        (
+            "times before 1970 and after 9999",
+            farm_with(dir.path(), "range.jsonl", 300, |i, v| {
+                if i % 5 == 0 {
+                    v["start_unix"] = (-1.0e12).into();
+                } else if i % 5 == 1 {
+                    v["end_unix"] = 1.0e300.into();
+                }
+            }),
+        ),
+    ] {
+        for json in [false, true] {
+            let mut args = vec![file.to_str().expect("utf-8")];
+            if json {
+                args.push("--json");
+            }
+            let r = bounded(&mut report_cmd(&args));
+            let out = text(&r.stdout);
+            let p = r.problem(&[0], None, 10.0).or_else(|| {
+                if json {
+                    // serde_json writes a NaN or an infinity as null: none may be in a comparison
+                    let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+                    let comps = v["experiments"]
+                        .as_array()?
+                        .iter()
+                        .flat_map(|e| e["groups"].as_array().cloned().unwrap_or_default());
+                    comps.flat_map(|g| g["comparisons"].as_array().cloned().unwrap_or_default()).find_map(|c| {
+                        (c["wall"].is_object() && !c["wall"]["ratio"].is_number()).then(|| format!("{c}"))
+                    })
+                } else {
+                    not_numbers(&out)
+                }
+            });
+            t.check(&format!("{name}{}", if json { " --json" } else { "" }), p);
+        }
+    }
+    t.finish();
 }

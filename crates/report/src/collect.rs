@@ -140,6 +140,39 @@ impl LocalStrings {
     }
 }
 
+/// The latest time a record may name: 10000-01-01T00:00:00Z. With times
+/// from 1970 to then, every span, sum and logarithm the analysis takes is
+/// a finite number.
+pub const MAX_UNIX: f64 = 253_402_300_800.0;
+
+/// The most CPU time one line may give, seconds: sums over any number of
+/// lines stay finite.
+pub const MAX_CPU_S: f64 = 1e15;
+
+/// Whether a record's times are ones the analysis can use: start and end
+/// from 1970 to [`MAX_UNIX`] in order, the wall time a finite number, the
+/// CPU times at most [`MAX_CPU_S`] (a negative one counts as missing). The
+/// reason, one line, when not.
+fn times(l: &line::Line) -> Result<(), String> {
+    let (s, e) = (l.start_unix, l.end_unix);
+    let in_range = |t: f64| (0.0..=MAX_UNIX).contains(&t);
+    if !(in_range(s) && in_range(e)) {
+        return Err(format!("times outside 1970 to 9999 (start {s}, end {e})"));
+    }
+    if e < s {
+        return Err(format!("times out of order (start {s}, end {e})"));
+    }
+    if !(l.wall_s.is_finite() && l.wall_s >= 0.0) {
+        return Err(format!("wall_s {} is not a time", l.wall_s));
+    }
+    for (name, v) in [("cpu_user_s", l.cpu_user_s), ("cpu_system_s", l.cpu_system_s)] {
+        if let Some(v) = v.filter(|v| v.is_nan() || *v > MAX_CPU_S) {
+            return Err(format!("{name} {v} beyond {MAX_CPU_S:e} s"));
+        }
+    }
+    Ok(())
+}
+
 fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings, pool: &input::Pool) -> Batch {
     let mut counts = Counts { too_long: c.too_long, ..Counts::default() };
     let mut rows = Vec::with_capacity(c.data.len() / 600 + 1);
@@ -168,14 +201,10 @@ fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings,
                 continue;
             }
         };
-        let times_ok = l.start_unix.is_finite() && l.end_unix.is_finite() && l.end_unix >= l.start_unix;
-        if !times_ok || l.wall_s.is_nan() || l.wall_s < 0.0 || !l.wall_s.is_finite() {
+        if let Err(why) = times(&l) {
             counts.bad += 1;
             if bad.len() < BAD_EXAMPLES {
-                bad.push((
-                    n as u64,
-                    format!("times out of order or not finite (start {}, end {})", l.start_unix, l.end_unix),
-                ));
+                bad.push((n as u64, why));
             }
             continue;
         }
@@ -202,7 +231,7 @@ fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings,
             start: l.start_unix,
             end: l.end_unix,
             cpu,
-            locality: l.locality.filter(|x| x.is_finite()).unwrap_or(f64::NAN),
+            locality: l.locality.filter(|x| (0.0..=1.0).contains(x)).unwrap_or(f64::NAN),
         });
     }
     let b = Batch {

@@ -38,7 +38,8 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<Welch> {
 }
 
 /// [`welch_t_test`] from the two samples' [`Moments`] (what a streaming
-/// reader keeps instead of the values).
+/// reader keeps instead of the values). `None` also when a mean, a spread
+/// or the difference is not a finite number.
 pub fn welch_from_moments(a: &Moments, b: &Moments) -> Option<Welch> {
     let (va, vb) = (a.variance()?, b.variance()?);
     let (na, nb) = (a.n as f64, b.n as f64);
@@ -63,6 +64,11 @@ pub fn one_sample_from_moments(m: &Moments) -> Option<Welch> {
 /// gives p = 1 for a zero difference and p = 0 otherwise, the interval the
 /// difference itself.
 fn from_t(difference: f64, se: f64, df: f64) -> Option<Welch> {
+    // Values beyond the float range (an infinite mean, a NaN spread) are
+    // no test: statrs's t distribution panics on a NaN statistic.
+    if !(difference.is_finite() && se.is_finite() && df.is_finite() && df > 0.0) {
+        return None;
+    }
     if se == 0.0 {
         let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
         return Some(Welch {
@@ -139,5 +145,19 @@ mod tests {
         assert_eq!((same.p_value, same.significant), (1.0, false));
         let apart = welch_t_test(&[2.0, 2.0], &[3.0, 3.0]).expect("constant");
         assert_eq!((apart.p_value, apart.significant), (0.0, true));
+    }
+
+    /// Values beyond the float range (an infinite time, its log) give no
+    /// test, never a panic in the t distribution or a NaN p-value.
+    #[test]
+    fn non_finite_values_give_no_test() {
+        let inf = f64::INFINITY;
+        let good = [1.0, 2.0, 3.0];
+        for bad in [vec![1.0, 2.0, inf], vec![-inf, 2.0, 3.0], vec![inf, inf], vec![1.0, f64::NAN], vec![1e308, -1e308]]
+        {
+            assert_eq!(welch_t_test(&bad, &good), None, "{bad:?}");
+            assert_eq!(welch_t_test(&good, &bad), None, "{bad:?}");
+            assert_eq!(one_sample_from_moments(&Moments::of(&bad)), None, "{bad:?}");
+        }
     }
 }

@@ -1,0 +1,108 @@
+//! `numakit_report::report` at the edges of its input: numbers at the
+//! ends of the float range, options at the ends of theirs. Every case
+//! must give a report whose figures are finite (or absent), never a
+//! panic, a hang or a NaN.
+
+use std::io::Write;
+use std::path::Path;
+
+use numakit_report::input::Source;
+use numakit_report::{report, Options, ReadOptions, Report};
+
+/// One record line: job `job` of arm `arm` from `start` to `end`, CPU `cpu`.
+fn line(job: u64, host: &str, arm: &str, start: f64, end: f64, cpu: f64) -> String {
+    format!(
+        r#"{{"schema":"numakit-step-outcome/1","cluster":"farm","job":"{job}","step":"batch","host":"{host}","job_name":"reco","experiment":"q4","unit":"job","arm":"{arm}","arm_source":"assigned","arms":"auto:1,none:1","start_unix":{start:e},"end_unix":{end:e},"wall_s":{wall:e},"cpu_user_s":{cpu:e},"cpu_system_s":0.5,"exit_status":0,"numa":{{"locality":0.9}},"hardware":{{"key":"k1"}}}}"#,
+        wall = if (end - start).is_finite() { end - start } else { 1.0 }
+    )
+}
+
+/// 40 ordinary jobs, half in each arm, on 4 hosts.
+fn ordinary() -> Vec<String> {
+    (0..40u64)
+        .map(|j| {
+            let t = 100.0 * (1.0 + (j % 7) as f64 / 20.0) * if j % 2 == 0 { 0.95 } else { 1.0 };
+            let arm = if j % 2 == 0 { "auto" } else { "none" };
+            line(1000 + j, &format!("h{}", j % 4), arm, 1.0e9 + j as f64, 1.0e9 + j as f64 + t, t)
+        })
+        .collect()
+}
+
+fn write(path: &Path, lines: &[String]) {
+    let mut f = std::fs::File::create(path).expect("create");
+    for l in lines {
+        writeln!(f, "{l}").expect("write");
+    }
+}
+
+fn run(lines: &[String], o: &Options) -> Report {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("r.jsonl");
+    write(&p, lines);
+    report(&[Source::File(p)], &ReadOptions { threads: 2, ..ReadOptions::default() }, o).expect("report")
+}
+
+/// Every number of the report's comparisons and arms, named.
+fn numbers(r: &Report) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    for e in &r.experiments {
+        for g in &e.groups {
+            for a in g.arms.iter().chain(&g.not_randomized) {
+                for (k, v) in [("gm", a.wall_geo_mean_s), ("sd", a.wall_sd_log), ("cpu", a.cpu_geo_mean_s)] {
+                    out.extend(v.map(|v| (format!("{} {k}", a.arm), v)));
+                }
+            }
+            for c in &g.comparisons {
+                for (k, e) in [("wall", &c.wall), ("cpu", &c.cpu)] {
+                    if let Some(e) = e {
+                        for (n, v) in [("ratio", e.ratio), ("lo", e.ci_low), ("hi", e.ci_high), ("p", e.p_value)] {
+                            out.push((format!("{k} {n}"), v));
+                        }
+                    }
+                }
+                if let Some(v) = &c.variation {
+                    out.extend([("spread".to_string(), v.ratio), ("spread p".to_string(), v.p_value)]);
+                }
+            }
+        }
+    }
+    for h in &r.hosts.flagged {
+        out.extend([("host diff".to_string(), h.difference), ("host z".to_string(), h.robust_z)]);
+    }
+    out
+}
+
+#[test]
+fn spans_and_times_at_the_ends_of_the_float_range_are_bad_lines() {
+    let mut lines = ordinary();
+    // the issue's record: a span of 3.4e308 s, beyond any float
+    lines.push(line(1, "h0", "auto", -1.7e308, 1.7e308, 1.0));
+    lines.push(line(2, "h1", "none", -1.7e308, 1.7e308, 1.0));
+    // finite times, but before 1970 or after 9999, and a CPU time whose sum overflows
+    lines.push(line(3, "h2", "auto", -5.0, 10.0, 1.0));
+    lines.push(line(4, "h2", "none", 1.0e9, 1.0e300, 1.0));
+    lines.push(line(5, "h3", "auto", 1.0e9, 1.0e9 + 50.0, 1.7e308));
+    // one job, two lines each within the range: its span must stay finite too
+    lines.push(line(6, "h3", "none", 1.0e9, 1.0e9 + 10.0, 1.0));
+    lines.push(line(6, "h3", "none", 2.0e11, 2.0e11 + 10.0, 1.0));
+    let r = run(&lines, &Options::default());
+    let c = r.input.counts;
+    assert_eq!((c.records, c.bad), (42, 5), "{c:?} {:?}", r.input.bad_examples);
+    assert!(r.input.bad_examples.iter().any(|b| b.contains("line 41:")), "{:?}", r.input.bad_examples);
+    for (what, v) in numbers(&r) {
+        assert!(v.is_finite(), "{what} is {v}");
+    }
+    // job 6 is a job of 2e11 s: odd, and a number
+    let w = r.experiments[0].groups[0].comparisons[0].wall.as_ref().expect("20 and 21 jobs");
+    assert_eq!(w.n, [20, 21], "{w:?}");
+}
+
+#[test]
+fn only_overflowing_spans_give_no_comparison_and_no_panic() {
+    // every job of the report with the issue's span: nothing to compare, nothing NaN
+    let lines: Vec<String> =
+        (0..10u64).map(|j| line(j, "h0", if j % 2 == 0 { "auto" } else { "none" }, -1.7e308, 1.7e308, 1.0)).collect();
+    let r = run(&lines, &Options::default());
+    assert_eq!((r.input.counts.records, r.input.counts.bad), (0, 10));
+    assert!(numbers(&r).is_empty(), "{:?}", numbers(&r));
+}
