@@ -407,3 +407,20 @@ fn records_at_the_ends_of_the_float_range() {
     }
     t.finish();
 }
+
+#[test]
+fn jobs_needed_for_tiny_effects_is_bounded() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = farm_file(dir.path(), 100);
+    let f = f.to_str().expect("utf-8");
+    let mut t = Tally::new("--detect down to 1e-9%: the jobs-needed search bounded, \"more than\" beyond its cap");
+    for detect in ["0.03", "0.001%", "1e-9"] {
+        let r = bounded(&mut report_cmd(&[f, "--detect", detect]));
+        let out = text(&r.stdout);
+        let p = r
+            .problem(&[0], None, 5.0)
+            .or_else(|| (!out.contains("more than 10,000,000 jobs")).then(|| format!("no \"more than\": {out}")));
+        t.check(&format!("--detect {detect}"), p);
+    }
+    t.finish();
+}

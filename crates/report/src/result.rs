@@ -193,6 +193,9 @@ pub struct Needed {
     pub total: u64,
     /// `total` less what there is (0 when enough).
     pub more: u64,
+    /// The search's cap was reached: more than `total` are needed (and
+    /// more than `more` more).
+    pub more_than: bool,
     /// "jobs", "hosts" or "hosts with both arms".
     pub unit: String,
 }

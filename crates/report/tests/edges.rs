@@ -106,3 +106,33 @@ fn only_overflowing_spans_give_no_comparison_and_no_panic() {
     assert_eq!((r.input.counts.records, r.input.counts.bad), (0, 10));
     assert!(numbers(&r).is_empty(), "{:?}", numbers(&r));
 }
+
+/// Runs `f` in a thread; `None` when it takes longer than `secs`.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs)).ok()
+}
+
+#[test]
+fn jobs_needed_for_a_tiny_effect_is_bounded_in_time_and_said_as_more_than() {
+    // 0.03% (--detect 0.03): millions of jobs; the search took minutes in statrs
+    for detect in [0.0003, 1e-6, 1e-12] {
+        let o = Options { detect, ..Options::default() };
+        let r = within(10, move || run(&ordinary(), &o)).unwrap_or_else(|| panic!("--detect {detect}: over 10 s"));
+        let c = &r.experiments[0].groups[0].comparisons[0];
+        let n = c.needed.as_ref().expect("needed");
+        if detect == 0.0003 {
+            assert!(n.total > 1_000_000, "{n:?}");
+            continue;
+        }
+        assert!(n.more_than && n.total == numakit::stats_math::MAX_UNITS_NEEDED, "{n:?}");
+        assert!(c.verdict_text.contains("more than 10,000,000 jobs"), "{}", c.verdict_text);
+    }
+    // 3%: an exact number, as before
+    let r = run(&ordinary(), &Options { detect: 0.03, ..Options::default() });
+    let n = r.experiments[0].groups[0].comparisons[0].needed.clone().expect("needed");
+    assert!(!n.more_than && n.total > 40 && n.total < 100_000, "{n:?}");
+}

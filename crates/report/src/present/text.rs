@@ -99,7 +99,10 @@ fn comparison(out: &mut String, c: &Comparison, how: &str) {
             );
         }
     }
-    if let Some(n) = &c.needed {
+    if let Some(n) = c.needed.as_ref().filter(|n| n.more_than) {
+        let _ =
+            writeln!(out, "      {:10} more than {} {} in all for this comparison", "needed", count(n.total), n.unit);
+    } else if let Some(n) = &c.needed {
         let _ = writeln!(
             out,
             "      {:10} {} {} in all for this comparison ({} more)",
