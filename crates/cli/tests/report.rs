@@ -105,7 +105,7 @@ fn usage_errors_are_one_line_and_exit_2() {
         (vec!["report", f, "--outcome-from", "sacct"], "--outcome-from sacct needs --sacct or --sacct-file"),
         (vec!["report", "/nonexistent/x.jsonl"], "/nonexistent/x.jsonl: No such file or directory"),
         (vec!["report", "/dev/null"], "/dev/null: not a regular file or a folder"),
-        (vec!["report", f, "--threads", "0"], "--threads 0: at least 1"),
+        (vec!["report", f, "--threads", "0"], "invalid value '0' for '--threads <N>': 0 is not in 1..=256"),
     ] {
         let o = nk(&args);
         let err = text(&o.stderr);
@@ -421,6 +421,46 @@ fn jobs_needed_for_tiny_effects_is_bounded() {
             .problem(&[0], None, 5.0)
             .or_else(|| (!out.contains("more than 10,000,000 jobs")).then(|| format!("no \"more than\": {out}")));
         t.check(&format!("--detect {detect}"), p);
+    }
+    t.finish();
+}
+
+#[test]
+fn numeric_options_out_of_range_are_usage_errors_naming_the_value() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = farm_file(dir.path(), 50);
+    let f = f.to_str().expect("utf-8");
+    let mut t = Tally::new("every numeric option at and past the ends of its range (--threads 2^64-1, 4e9, 1e6, 0; --max-jobs-in-memory, --sacct-timeout, --detect, --shares weights)");
+    for (args, says) in [
+        (vec!["--threads", "18446744073709551615"], "18446744073709551615"),
+        (vec!["--threads", "18446744073709551616"], "18446744073709551616"),
+        (vec!["--threads", "4000000000"], "4000000000"),
+        (vec!["--threads", "1000000"], "1000000"),
+        (vec!["--threads", "0"], "'0'"),
+        (vec!["--threads", "-1"], "-1"),
+        (vec!["--max-jobs-in-memory", "0"], "'0'"),
+        (vec!["--max-jobs-in-memory", "18446744073709551615"], "18446744073709551615"),
+        (vec!["--sacct", "--sacct-timeout", "0"], "--sacct-timeout \"0\""),
+        (vec!["--sacct", "--sacct-timeout", "100000000000000000000s"], "100000000000000000000s"),
+        (vec!["--sacct", "--sacct-timeout", "400d"], "--sacct-timeout \"400d\""),
+        (vec!["--detect", "NaN"], "--detect \"NaN\""),
+        (vec!["--detect", "1e400"], "--detect \"1e400\""),
+        (vec!["--detect", "100"], "--detect \"100\""),
+        (vec!["--shares", "auto:1e308,none:1e308"], "\"auto:1e308\""),
+        (vec!["--shares", "auto:inf,none"], "\"auto:inf\""),
+        (vec!["--shares", "auto:1e-320,none"], "\"auto:1e-320\""),
+    ] {
+        let mut all = vec![f];
+        all.extend(&args);
+        let r = bounded(&mut report_cmd(&all));
+        t.check(&args.join(" "), r.problem(&[2], Some(says), 5.0));
+    }
+    // at the top of the range: runs, in bounded memory
+    for args in [vec!["--threads", "256"], vec!["--max-jobs-in-memory", "100000000"]] {
+        let mut all = vec![f];
+        all.extend(&args);
+        let r = bounded(&mut report_cmd(&all));
+        t.check(&args.join(" "), r.problem(&[0], None, 10.0));
     }
     t.finish();
 }

@@ -304,7 +304,7 @@ impl Collector {
     /// Reads every line of `sources` with `threads` parsing threads,
     /// grouping by the field `by` (split at its dots).
     pub fn read(&mut self, sources: &[Source], by: &[String], threads: usize) -> std::io::Result<()> {
-        let threads = threads.max(1);
+        let threads = threads.clamp(1, crate::MAX_THREADS);
         let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(threads * 2);
         let chunk_rx = Arc::new(Mutex::new(chunk_rx));
         let (batch_tx, batch_rx) = sync_channel::<Batch>(threads * 2);

@@ -52,9 +52,10 @@ pub enum SacctFrom {
 /// How to read.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
-    /// Parsing threads.
+    /// Parsing threads (1 to [`MAX_THREADS`]; taken into that range).
     pub threads: usize,
-    /// Jobs held in memory before the job table spills to temporary files.
+    /// Jobs held in memory before the job table spills to temporary files
+    /// ([`MIN_JOB_BUDGET`] to [`MAX_JOB_BUDGET`]; taken into that range).
     pub job_budget: usize,
     /// Where temporary files go.
     pub tmp: PathBuf,
@@ -68,7 +69,7 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> ReadOptions {
         ReadOptions {
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS),
             job_budget: DEFAULT_JOB_BUDGET,
             tmp: std::env::temp_dir(),
             sacct: SacctFrom::None,
@@ -80,6 +81,22 @@ impl Default for ReadOptions {
 /// Jobs held in memory by default (about 80 bytes each with the table's
 /// overhead: some 150 MB).
 pub const DEFAULT_JOB_BUDGET: usize = 1_800_000;
+
+/// The fewest jobs the table holds before it spills.
+pub const MIN_JOB_BUDGET: usize = 1024;
+
+/// The most jobs the table may hold (some 8 GB).
+pub const MAX_JOB_BUDGET: usize = 100_000_000;
+
+/// The most parsing threads: each holds a few chunks of 4 MiB in flight.
+pub const MAX_THREADS: usize = 256;
+
+/// `--sacct-timeout`'s range.
+pub const MIN_SACCT_TIMEOUT: Duration = Duration::from_secs(1);
+/// See [`MIN_SACCT_TIMEOUT`].
+pub const MAX_SACCT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+pub use analysis::{MAX_WEIGHT, MIN_WEIGHT};
 
 /// A failure that stops the report, one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,8 +144,8 @@ pub fn by_fields() -> Vec<&'static str> {
 /// Reads `sources` (and sacct) and analyses them.
 pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result<Report, Error> {
     let by = check_by(&o.by).map_err(Error)?;
-    let mut c = collect::Collector::new(r.job_budget, r.tmp.clone());
-    c.read(sources, &by, r.threads)
+    let mut c = collect::Collector::new(r.job_budget.clamp(MIN_JOB_BUDGET, MAX_JOB_BUDGET), r.tmp.clone());
+    c.read(sources, &by, r.threads.clamp(1, MAX_THREADS))
         .map_err(|e| Error(format!("temporary files in {}: {}", r.tmp.display(), input::io_text(&e))))?;
     let clusters: Vec<String> = c.clusters.iter().map(|&i| c.strings.name(i).to_string()).collect();
     let default_cluster = (clusters.len() == 1).then(|| clusters[0].clone());
