@@ -464,3 +464,35 @@ fn numeric_options_out_of_range_are_usage_errors_naming_the_value() {
     }
     t.finish();
 }
+
+/// Makes `p` a FIFO.
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+#[test]
+fn sacct_files_are_regular_and_bounded() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = farm_file(dir.path(), 50);
+    let f = f.to_str().expect("utf-8");
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let sparse = dir.path().join("sparse");
+    std::fs::File::create(&sparse).expect("create").set_len(1 << 40).expect("sparse terabyte");
+    let zero = dir.path().join("zero");
+    std::os::unix::fs::symlink("/dev/zero", &zero).expect("link");
+    let mut t = Tally::new("--sacct-file a FIFO, /dev/zero, a link to it, a sparse 1 TiB file, a folder");
+    for (what, p, says) in [
+        ("a FIFO", fifo.clone(), "not a regular file (a FIFO)"),
+        ("/dev/zero", "/dev/zero".into(), "not a regular file (a character device)"),
+        ("a link to /dev/zero", zero, "not a regular file (a character device)"),
+        ("a sparse 1 TiB file", sparse, "larger than"),
+        ("a folder", dir.path().to_path_buf(), "not a regular file (a folder)"),
+    ] {
+        let r = bounded(&mut report_cmd(&[f, "--sacct-file", p.to_str().expect("utf-8")]));
+        t.check(what, r.problem(&[1], Some(&format!("{}: {says}", p.display())), 5.0));
+    }
+    t.finish();
+}

@@ -152,9 +152,11 @@ pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result
     let sacct = match &r.sacct {
         SacctFrom::None => None,
         SacctFrom::File(p) => {
-            let f = std::fs::File::open(p).map_err(|e| Error(format!("{}: {}", p.display(), input::io_text(&e))))?;
-            let rows = sacct::read(std::io::BufReader::new(f), &mut c, default_cluster.as_deref())
-                .map_err(|e| Error(format!("{}: {e}", p.display())))?;
+            // the one reader of files a user names: regular files only, bounded
+            let bytes =
+                numakit::files::read_bounded(p, sacct::MAX_FILE_BYTES, true).map_err(|e| Error(e.to_string()))?;
+            let rows = sacct::read(bytes.as_slice(), &mut c, default_cluster.as_deref())
+                .map_err(|e| Error(format!("{}: {e}", numakit::text::path(p))))?;
             Some((p.display().to_string(), rows))
         }
         SacctFrom::Run(program, timeout) => {
@@ -172,9 +174,10 @@ pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result
     let (mut tally, fin) = c
         .finish(r.outcome_from_sacct, read_sacct, names_for_tally)
         .map_err(|e| Error(format!("temporary files in {}: {}", r.tmp.display(), input::io_text(&e))))?;
-    let summary = sacct.map(|(source, rows)| result::SacctSummary {
+    let summary = sacct.map(|(source, (rows, missing_columns))| result::SacctSummary {
         source,
         rows,
+        missing_columns,
         wall: std::mem::take(&mut tally.agreement[0]),
         cpu: std::mem::take(&mut tally.agreement[1]),
         states: {

@@ -302,6 +302,10 @@ pub struct SacctSummary {
     pub source: String,
     /// sacct rows read: jobs, steps, bad.
     pub rows: [u64; 3],
+    /// Columns of the fields `--sacct` asks for that the file's header
+    /// lacks ("Cluster", "ElapsedRaw", "TotalCPU", "State", "ExitCode"):
+    /// their figures are unknown (a job without a State is not failed).
+    pub missing_columns: Vec<String>,
     /// Wall time: records' span against sacct's ElapsedRaw.
     pub wall: Agreement,
     /// CPU time: records' sum against sacct's TotalCPU.

@@ -25,7 +25,13 @@ use crate::jobs::{JobAcc, SACCT, SACCT_FAILED};
 /// file without a header must have them in this order.
 pub const FORMAT: &str = "JobIDRaw,Cluster,ElapsedRaw,TotalCPU,State,ExitCode";
 
-/// sacct's job states as the report counts them (index 0: none).
+/// The most of a saved sacct file (`--sacct-file`) read, a regular file
+/// read whole through `numakit::files::read_bounded` (some 4.5 million
+/// rows of [`FORMAT`]).
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// sacct's job states as the report counts them (index 0: unknown, the
+/// State column missing or empty).
 pub const STATES: &[&str] = &[
     "",
     "COMPLETED",
@@ -58,18 +64,46 @@ struct Columns {
 const DEFAULT: Columns =
     Columns { job: 0, cluster: Some(1), elapsed: Some((2, true)), cpu: Some(3), state: Some(4), exit: Some(5) };
 
-fn header(line: &str) -> Option<Columns> {
+/// The names a header may hold (lower case), and the column each fills.
+const NAMES: &[&str] = &["jobidraw", "jobid", "cluster", "elapsedraw", "elapsed", "totalcpu", "state", "exitcode"];
+
+/// The columns of a header line: `None` when `line` is not one (none of
+/// its fields is a field name sacct writes), `Some(Err)` when it is one
+/// without a job id column.
+fn header(line: &str) -> Option<Result<Columns, String>> {
     let names: Vec<String> = line.split('|').map(|s| s.trim().to_ascii_lowercase()).collect();
+    if !names.iter().any(|n| NAMES.contains(&n.as_str())) {
+        return None;
+    }
     let at = |n: &str| names.iter().position(|x| x == n);
-    let job = at("jobidraw").or_else(|| at("jobid"))?;
-    Some(Columns {
+    let Some(job) = at("jobidraw").or_else(|| at("jobid")) else {
+        return Some(Err("its header has no JobIDRaw or JobID column".into()));
+    };
+    Some(Ok(Columns {
         job,
         cluster: at("cluster"),
         elapsed: at("elapsedraw").map(|i| (i, true)).or_else(|| at("elapsed").map(|i| (i, false))),
         cpu: at("totalcpu"),
         state: at("state"),
         exit: at("exitcode"),
-    })
+    }))
+}
+
+impl Columns {
+    /// The columns [`FORMAT`] names that these lack.
+    fn missing(&self) -> Vec<String> {
+        [
+            ("Cluster", self.cluster.is_none()),
+            ("ElapsedRaw", self.elapsed.is_none()),
+            ("TotalCPU", self.cpu.is_none()),
+            ("State", self.state.is_none()),
+            ("ExitCode", self.exit.is_none()),
+        ]
+        .iter()
+        .filter(|x| x.1)
+        .map(|x| x.0.to_string())
+        .collect()
+    }
 }
 
 /// sacct's `[DD-][HH:]MM:SS[.mmm]` as seconds.
@@ -94,29 +128,42 @@ pub fn duration(s: &str) -> Option<f64> {
     Some(days * 86_400.0 + total)
 }
 
+/// The index in [`STATES`] of a state as sacct writes it (`CANCELLED by
+/// 1000`, `RUNNING+`); 0 for an empty one: unknown.
 fn state_index(s: &str) -> u8 {
     let word = s.split_whitespace().next().unwrap_or("").trim_end_matches('+');
+    if word.is_empty() {
+        return 0;
+    }
     STATES.iter().position(|x| *x == word).map_or((STATES.len() - 1) as u8, |i| i as u8)
 }
 
 /// Rows read: [job rows, step rows, lines not understood].
 pub type Rows = [u64; 3];
 
-/// Folds sacct's output `r` into `c`. `default_cluster` is used where
-/// the output has no Cluster column. An error is an I/O error's text.
-pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -> Result<Rows, String> {
+/// Folds sacct's output `r` into `c`: the rows read and the columns of
+/// [`FORMAT`] its header lacks. The first line that is not blank (after a
+/// UTF-8 byte order mark, which is dropped) is the header when any of its
+/// fields is one of sacct's field names; without a header the columns
+/// are [`FORMAT`]'s. A missing or empty State is unknown (not failed);
+/// a missing ExitCode says nothing either. `default_cluster` is used
+/// where the output has no Cluster column. An error (an I/O error's text,
+/// a header without a job id column) is one line.
+pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -> Result<(Rows, Vec<String>), String> {
     let mut rows: Rows = [0; 3];
     let mut cols: Option<Columns> = None;
-    for (i, line) in r.split(b'\n').enumerate() {
+    let mut first = true;
+    for line in r.split(b'\n') {
         let line = line.map_err(|e| crate::input::io_text(&e))?;
         let line = String::from_utf8_lossy(&line);
+        let line = line.strip_prefix('\u{feff}').filter(|_| first).unwrap_or(&line);
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
             continue;
         }
-        if i == 0 {
+        if std::mem::take(&mut first) {
             if let Some(h) = header(line) {
-                cols = Some(h);
+                cols = Some(h?);
                 continue;
             }
         }
@@ -151,7 +198,7 @@ pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -
         let state = get(k.state).map_or(0, state_index);
         let exit_ok = get(k.exit).is_none_or(|e| e.split(':').all(|x| x.trim() == "0"));
         let mut flags = SACCT;
-        if state != 1 || !exit_ok {
+        if state > 1 || !exit_ok {
             flags |= SACCT_FAILED;
         }
         let acc = JobAcc {
@@ -164,7 +211,7 @@ pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -
         c.sacct_row(cluster, id, &acc).map_err(|e| crate::input::io_text(&e))?;
         rows[0] += 1;
     }
-    Ok(rows)
+    Ok((rows, cols.map_or_else(Vec::new, |k| k.missing())))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` (UTC) of `secs`.
@@ -192,7 +239,12 @@ pub fn sacct_args(clusters: &[&str], span: (f64, f64)) -> Vec<String> {
 
 /// Runs `program` (`sacct`) with `args`, folding its output into `c` as it
 /// comes; kills it after `timeout`. An error is one line.
-pub fn run(program: &str, args: &[String], timeout: Duration, c: &mut Collector) -> Result<Rows, String> {
+pub fn run(
+    program: &str,
+    args: &[String],
+    timeout: Duration,
+    c: &mut Collector,
+) -> Result<(Rows, Vec<String>), String> {
     let mut child = Command::new(program)
         .args(args)
         .env("TZ", "UTC")
@@ -261,6 +313,7 @@ mod tests {
         assert_eq!(state_index("CANCELLED by 1000"), 3);
         assert_eq!(state_index("COMPLETED"), 1);
         assert_eq!(state_index("WEIRD"), (STATES.len() - 1) as u8);
+        assert_eq!(state_index(" "), 0, "unknown");
     }
 
     #[test]

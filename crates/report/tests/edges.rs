@@ -136,3 +136,69 @@ fn jobs_needed_for_a_tiny_effect_is_bounded_in_time_and_said_as_more_than() {
     let n = r.experiments[0].groups[0].comparisons[0].needed.clone().expect("needed");
     assert!(!n.more_than && n.total > 40 && n.total < 100_000, "{n:?}");
 }
+
+/// The report of the ordinary jobs joined with the sacct file `text`.
+fn with_sacct(text: &str) -> Result<Report, numakit_report::Error> {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("r.jsonl");
+    write(&p, &ordinary());
+    let s = dir.path().join("sacct.txt");
+    std::fs::write(&s, text).expect("write");
+    let r = ReadOptions { threads: 2, sacct: numakit_report::SacctFrom::File(s), ..ReadOptions::default() };
+    report(&[Source::File(p)], &r, &Options::default())
+}
+
+/// sacct rows for the ordinary jobs: `row(job)` each, under `header`.
+fn sacct_text(header: &str, row: impl Fn(u64) -> String) -> String {
+    let mut s = header.to_string();
+    for j in 1000..1040 {
+        s.push_str(&row(j));
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn a_sacct_header_after_a_bom_or_blank_lines_is_a_header() {
+    let rows = |j: u64| format!("{j}|farm|100|01:40.000|COMPLETED|0:0");
+    for header in [
+        "\u{feff}JobIDRaw|Cluster|ElapsedRaw|TotalCPU|State|ExitCode\n",
+        "\n\r\n  \nJobIDRaw|Cluster|ElapsedRaw|TotalCPU|State|ExitCode\n",
+        "\u{feff}\nJobIDRaw|Cluster|ElapsedRaw|TotalCPU|State|ExitCode\n",
+    ] {
+        let r = with_sacct(&sacct_text(header, rows)).expect("report");
+        let (c, s) = (r.input.counts, r.sacct.as_ref().expect("sacct"));
+        assert_eq!((c.sacct_matched, c.failed, s.rows), (40, 0, [40, 0, 0]), "{header:?}: {c:?}");
+        assert!(s.missing_columns.is_empty(), "{:?}", s.missing_columns);
+    }
+    // the mark glued to the first column's name: that column is still found
+    let text = sacct_text("\u{feff}State|JobIDRaw|Cluster|ElapsedRaw|TotalCPU|ExitCode\n", |j| {
+        format!("COMPLETED|{j}|farm|100|01:40.000|0:0")
+    });
+    let r = with_sacct(&text).expect("report");
+    assert_eq!((r.input.counts.sacct_matched, r.input.counts.failed), (40, 0), "{:?}", r.input.counts);
+}
+
+#[test]
+fn missing_sacct_columns_are_unknown_and_said() {
+    // no State: every job's state unknown, none failed for it; ExitCode still counts
+    let r = with_sacct(&sacct_text("JobIDRaw|Cluster|ElapsedRaw|TotalCPU|ExitCode\n", |j| {
+        format!("{j}|farm|100|01:40.000|{}", if j == 1003 { "1:0" } else { "0:0" })
+    }))
+    .expect("report");
+    let (c, s) = (r.input.counts, r.sacct.as_ref().expect("sacct"));
+    assert_eq!((c.sacct_matched, c.failed), (40, 1), "{c:?}");
+    assert_eq!(s.missing_columns, ["State"]);
+    assert!(s.states.iter().all(|(st, _)| st.is_empty()), "{:?}", s.states);
+    // only the job id: joined, nothing else known, nothing failed
+    let r = with_sacct(&sacct_text("JobID\n", |j| j.to_string())).expect("report");
+    let (c, s) = (r.input.counts, r.sacct.as_ref().expect("sacct"));
+    assert_eq!((c.sacct_matched, c.failed), (40, 0), "{c:?}");
+    assert_eq!(s.missing_columns, ["Cluster", "ElapsedRaw", "TotalCPU", "State", "ExitCode"]);
+    // a header without a job id column: said, not read as rows
+    let e = with_sacct(&sacct_text("Cluster|State\n", |_| "farm|COMPLETED".into())).expect_err("no job id column");
+    assert!(e.0.contains("no JobIDRaw or JobID column") && !e.0.contains('\n'), "{e}");
+    // a text report says which columns were missing
+    let text = numakit_report::present::text::render(&r);
+    assert!(text.contains("columns missing: Cluster, ElapsedRaw, TotalCPU, State, ExitCode"), "{text}");
+}

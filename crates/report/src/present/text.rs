@@ -295,6 +295,13 @@ pub fn render(r: &Report) -> String {
             count(c.sacct_missing),
             count(c.sacct_only)
         );
+        if !s.missing_columns.is_empty() {
+            let _ = writeln!(
+                out,
+                "  columns missing: {} (unknown: a job without a state is not counted as failed)",
+                s.missing_columns.join(", ")
+            );
+        }
         for (what, a) in [("wall vs ElapsedRaw", &s.wall), ("CPU vs TotalCPU", &s.cpu)] {
             let _ = writeln!(
                 out,
@@ -314,7 +321,7 @@ pub fn render(r: &Report) -> String {
         let st: Vec<String> = s
             .states
             .iter()
-            .map(|(s, n)| format!("{} {}", if s.is_empty() { "(none)" } else { s }, count(*n)))
+            .map(|(s, n)| format!("{} {}", if s.is_empty() { "(unknown)" } else { s }, count(*n)))
             .collect();
         let _ = writeln!(out, "  states: {}", st.join(", "));
     }
