@@ -496,3 +496,64 @@ fn sacct_files_are_regular_and_bounded() {
     }
     t.finish();
 }
+
+/// `numakit report FILE --sacct ARGS` with `script` as `sacct` on PATH.
+fn with_sacct_script(dir: &Path, name: &str, script: &str, args: &[&str]) -> Run {
+    let f = farm_file(dir, 30);
+    let bin = dir.join(format!("bin-{name}"));
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let sacct = bin.join("sacct");
+    std::fs::write(&sacct, format!("#!/bin/sh\n{script}\n")).expect("write");
+    std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut all = vec![f.to_str().expect("utf-8").to_string(), "--sacct".into()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_numakit"));
+    c.arg("report").args(&all).env("PATH", path);
+    bounded(&mut c)
+}
+
+#[test]
+fn a_sacct_that_never_ends_is_stopped_in_time_and_bounded() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rows = "printf '1000000|farm|10|00:05.000|COMPLETED|0:0\\n1000001|farm|10|00:05.000|COMPLETED|0:0\\n'";
+    let mut t = Tally::new("a stand-in sacct whose child keeps its output open, that never ends, that prints without end (a line, or lines) or ignores SIGTERM; --sacct-timeout 2");
+    let timeout = ["--sacct-timeout", "2"];
+    for (name, script, args, code, says, secs) in [
+        // sacct's own output is whole when it exits; the child holding the pipe is not sacct
+        ("a child left running with the output", format!("sleep 100 &\n{rows}"), &timeout[..], 0, None, 3.0),
+        (
+            "its output through a pipe that never ends",
+            "sleep 100 | cat".to_string(),
+            &timeout[..],
+            1,
+            Some("did not finish within 2 s"),
+            4.0,
+        ),
+        (
+            "SIGTERM ignored",
+            format!("trap '' TERM\n{rows}\nsleep 100"),
+            &timeout[..],
+            1,
+            Some("did not finish within 2 s"),
+            4.0,
+        ),
+        ("one endless line", "cat /dev/zero".into(), &["--sacct-timeout", "60"][..], 1, Some("more than 1 GiB"), 40.0),
+        (
+            "endless lines",
+            "yes \"$(printf '%60000s')\"".into(),
+            &["--sacct-timeout", "60"][..],
+            1,
+            Some("more than 1 GiB"),
+            40.0,
+        ),
+    ] {
+        let r = with_sacct_script(dir.path(), &name.replace(' ', "-"), &script, args);
+        let mut p = r.problem(&[code], says, secs);
+        if p.is_none() && code == 0 && !text(&r.stdout).contains("rows: 2 jobs") {
+            p = Some(format!("rows not read: {}", text(&r.stdout)));
+        }
+        t.check(name, p);
+    }
+    t.finish();
+}

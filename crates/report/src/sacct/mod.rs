@@ -12,11 +12,10 @@
 //! `0:0` counts as failed. With outcomes from sacct, the job's wall time
 //! is ElapsedRaw and its CPU time TotalCPU.
 
-use std::io::{BufRead, Read};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod child;
+
+use std::io::BufRead;
+use std::time::Duration;
 
 use crate::collect::Collector;
 use crate::jobs::{JobAcc, SACCT, SACCT_FAILED};
@@ -138,6 +137,58 @@ fn state_index(s: &str) -> u8 {
     STATES.iter().position(|x| *x == word).map_or((STATES.len() - 1) as u8, |i| i as u8)
 }
 
+/// The longest line of sacct's output read (its rows are some 60 bytes);
+/// a longer one is skipped and counted as not understood.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// What [`next_line`] found.
+enum Line {
+    Whole,
+    TooLong,
+    End,
+}
+
+/// The next line of `r` (without its newline) into `buf`: at most
+/// [`MAX_LINE`] bytes are kept, a longer line is read to its end and
+/// dropped.
+fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Line> {
+    buf.clear();
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(match (any, too_long) {
+                (false, _) => Line::End,
+                (true, true) => Line::TooLong,
+                (true, false) => Line::Whole,
+            });
+        }
+        any = true;
+        let (part, found) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (&avail[..i], Some(i + 1)),
+            None => (avail, None),
+        };
+        if !too_long {
+            if buf.len() + part.len() > MAX_LINE {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(part);
+            }
+        }
+        let used = found.unwrap_or(avail.len());
+        r.consume(used);
+        if found.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Whole });
+        }
+    }
+}
+
 /// Rows read: [job rows, step rows, lines not understood].
 pub type Rows = [u64; 3];
 
@@ -153,9 +204,18 @@ pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -
     let mut rows: Rows = [0; 3];
     let mut cols: Option<Columns> = None;
     let mut first = true;
-    for line in r.split(b'\n') {
-        let line = line.map_err(|e| crate::input::io_text(&e))?;
-        let line = String::from_utf8_lossy(&line);
+    let mut r = r;
+    let mut buf = Vec::new();
+    loop {
+        match next_line(&mut r, &mut buf).map_err(|e| crate::input::io_text(&e))? {
+            Line::End => break,
+            Line::TooLong => {
+                rows[2] += 1;
+                continue;
+            }
+            Line::Whole => {}
+        }
+        let line = String::from_utf8_lossy(&buf);
         let line = line.strip_prefix('\u{feff}').filter(|_| first).unwrap_or(&line);
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
@@ -237,64 +297,45 @@ pub fn sacct_args(clusters: &[&str], span: (f64, f64)) -> Vec<String> {
     ]
 }
 
+/// The most output of `sacct` read (some 20 million rows of [`FORMAT`];
+/// it is streamed, not kept): beyond, it is stopped.
+pub const MAX_OUTPUT_BYTES: u64 = 1 << 30;
+
 /// Runs `program` (`sacct`) with `args`, folding its output into `c` as it
-/// comes; kills it after `timeout`. An error is one line.
+/// comes. Stopped, with its process group, after `timeout` (whoever holds
+/// its output pipe) or [`MAX_OUTPUT_BYTES`] of output. An error is one
+/// line.
 pub fn run(
     program: &str,
     args: &[String],
     timeout: Duration,
     c: &mut Collector,
 ) -> Result<(Rows, Vec<String>), String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .env("TZ", "UTC")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut out = child::Output::spawn(program, args, &[("TZ", "UTC")], timeout, MAX_OUTPUT_BYTES)
         .map_err(|e| format!("cannot run {program}: {}", crate::input::io_text(&e)))?;
-    let stdout = child.stdout.take().ok_or("no output pipe")?;
-    let mut stderr = child.stderr.take().ok_or("no error pipe")?;
-    let child = Arc::new(Mutex::new(child));
-    let done = Arc::new(AtomicBool::new(false));
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let watchdog = {
-        let (child, done, timed_out) = (Arc::clone(&child), Arc::clone(&done), Arc::clone(&timed_out));
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                if start.elapsed() > timeout {
-                    timed_out.store(true, Ordering::Relaxed);
-                    if let Ok(mut ch) = child.lock() {
-                        let _ = ch.kill();
-                    }
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        })
-    };
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut buf);
-        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-        buf
-    });
-    let default = None;
-    let result = read(std::io::BufReader::with_capacity(1 << 20, stdout), c, default);
-    done.store(true, Ordering::Relaxed);
-    let _ = watchdog.join();
-    let status = child.lock().map_err(|_| "sacct's watcher failed")?.wait().map_err(|e| e.to_string())?;
-    let err = err_reader.join().unwrap_or_default();
-    if timed_out.load(Ordering::Relaxed) {
-        return Err(format!("{program} did not finish within {} s and was stopped", timeout.as_secs()));
+    let result = read(std::io::BufReader::with_capacity(1 << 20, &mut out), c, None);
+    let (status, err, stop) = out.finish();
+    match stop {
+        Some(child::Stop::TimedOut) => {
+            return Err(format!("{program} did not finish within {} s and was stopped", timeout.as_secs()))
+        }
+        Some(child::Stop::TooMuch) => {
+            return Err(format!(
+                "{program} printed more than {}, the most numakit reads of its output, and was stopped",
+                numakit::units::human_bytes(MAX_OUTPUT_BYTES)
+            ))
+        }
+        None => {}
     }
-    if !status.success() {
-        let text = String::from_utf8_lossy(&err);
-        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        return Err(format!("{program} failed ({status}): {}", numakit::text::one_line(first, 200)));
+    match status {
+        Some(st) if st.success() => result,
+        _ => {
+            let text = String::from_utf8_lossy(&err);
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            let how = status.map_or("ended".to_string(), |st| format!("failed ({st})"));
+            Err(format!("{program} {how}: {}", numakit::text::one_line(first, 200)))
+        }
     }
-    result
 }
 
 #[cfg(test)]
@@ -314,6 +355,25 @@ mod tests {
         assert_eq!(state_index("COMPLETED"), 1);
         assert_eq!(state_index("WEIRD"), (STATES.len() - 1) as u8);
         assert_eq!(state_index(" "), 0, "unknown");
+    }
+
+    #[test]
+    fn lines_are_bounded() {
+        let mut input = b"a\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 3 * MAX_LINE));
+        input.extend_from_slice(b"\nb\nlast");
+        let mut r = std::io::BufReader::with_capacity(1000, input.as_slice());
+        let mut buf = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            match next_line(&mut r, &mut buf).expect("read") {
+                Line::End => break,
+                Line::TooLong => seen.push("(too long)".to_string()),
+                Line::Whole => seen.push(String::from_utf8_lossy(&buf).into_owned()),
+            }
+            assert!(buf.len() <= MAX_LINE);
+        }
+        assert_eq!(seen, ["a", "(too long)", "b", "last"]);
     }
 
     #[test]
