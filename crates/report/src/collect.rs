@@ -113,6 +113,8 @@ struct Row {
 /// What a worker made of one chunk.
 struct Batch {
     seq: u64,
+    /// The input's line (from 0) the chunk starts at.
+    first_line: u64,
     worker: usize,
     source: usize,
     counts: Counts,
@@ -187,20 +189,34 @@ fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings,
             counts.too_long += 1;
             continue;
         }
-        let l = match line::parse(raw, by) {
-            Parsed::Record(l) => l,
-            Parsed::Other => {
-                counts.other_schema += 1;
-                continue;
-            }
-            Parsed::Bad(why) => {
-                counts.bad += 1;
-                if bad.len() < BAD_EXAMPLES {
-                    bad.push((n as u64, why));
+        let mut rest = raw;
+        let l = loop {
+            match line::parse(rest, by) {
+                Parsed::Record(l) => break Some(l),
+                Parsed::Other => {
+                    counts.other_schema += 1;
+                    break None;
                 }
-                continue;
+                Parsed::Bad(why) => {
+                    counts.bad += 1;
+                    // a record cut short (a full disk), the next one written after it:
+                    // the cut one is a line of its own, the next one is read
+                    let next = line::record_start(&rest[1..]).map(|p| p + 1);
+                    if bad.len() < BAD_EXAMPLES {
+                        let why = if next.is_some() { line::CUT_SHORT.to_string() } else { why };
+                        bad.push((n as u64, why));
+                    }
+                    match next {
+                        Some(p) => {
+                            counts.lines += 1;
+                            rest = &rest[p..];
+                        }
+                        None => break None,
+                    }
+                }
             }
         };
+        let Some(l) = l else { continue };
         if let Err(why) = times(&l) {
             counts.bad += 1;
             if bad.len() < BAD_EXAMPLES {
@@ -236,6 +252,7 @@ fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings,
     }
     let b = Batch {
         seq: c.seq,
+        first_line: c.first_line,
         worker,
         source: c.source,
         counts,
@@ -346,7 +363,6 @@ impl Collector {
         let mut pending: BTreeMap<u64, Batch> = BTreeMap::new();
         let mut next = 0;
         let mut translate: Vec<Vec<u32>> = vec![Vec::new(); threads];
-        let mut line_at: Vec<u64> = vec![0; sources.len()];
         for b in rx {
             pending.insert(b.seq, b);
             while let Some(b) = pending.remove(&next) {
@@ -358,10 +374,9 @@ impl Collector {
                 for (n, why) in &b.bad {
                     if self.bad_examples.len() < BAD_EXAMPLES {
                         let name = sources.get(b.source).map(Source::name).unwrap_or_default();
-                        self.bad_examples.push(format!("{name}: line {}: {why}", line_at[b.source] + n + 1));
+                        self.bad_examples.push(format!("{name}: line {}: {why}", b.first_line + n + 1));
                     }
                 }
-                line_at[b.source] += b.counts.lines;
                 self.counts.add(&b.counts);
                 let t = std::mem::take(&mut translate[b.worker]);
                 for r in &b.rows {

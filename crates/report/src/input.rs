@@ -98,6 +98,9 @@ pub struct Chunk {
     pub seq: u64,
     /// Index of the input in the list.
     pub source: usize,
+    /// The input's line (from 0) the chunk's first line is: lines skipped
+    /// as too long (and blank ones) are counted.
+    pub first_line: u64,
     /// Lines, each ending in `\n` (the input's last line may not).
     pub data: Vec<u8>,
     /// Lines skipped because they were longer than [`MAX_LINE`].
@@ -192,6 +195,7 @@ fn split(
     let mut buf = pool.take();
     let mut skipping = false; // inside a line longer than MAX_LINE
     let mut too_long = 0;
+    let mut line_no: u64 = 0; // the line the buffer's first byte is in
     let mut error = None;
     loop {
         // fill the buffer up to CHUNK_BYTES (read_to_end on a File writes
@@ -231,7 +235,9 @@ fn split(
                 next.extend_from_slice(&buf[c..]);
                 buf.truncate(c);
                 let data = std::mem::replace(&mut buf, next);
-                let chunk = Chunk { seq: *seq, source, data, too_long: std::mem::take(&mut too_long) };
+                let first_line = line_no;
+                line_no += data.iter().filter(|&&b| b == b'\n').count() as u64;
+                let chunk = Chunk { seq: *seq, source, first_line, data, too_long: std::mem::take(&mut too_long) };
                 *seq += 1;
                 if !sink(chunk) {
                     return (false, error);
@@ -241,6 +247,7 @@ fn split(
                 if buf.len() >= MAX_LINE {
                     // a full buffer without a newline: one line too long
                     too_long += 1;
+                    line_no += 1;
                     skipping = true;
                     buf.clear();
                 }
@@ -252,7 +259,7 @@ fn split(
     }
     pool.give(buf);
     if too_long > 0 {
-        let chunk = Chunk { seq: *seq, source, data: Vec::new(), too_long };
+        let chunk = Chunk { seq: *seq, source, first_line: line_no, data: Vec::new(), too_long };
         *seq += 1;
         if !sink(chunk) {
             return (false, error);

@@ -202,3 +202,66 @@ fn missing_sacct_columns_are_unknown_and_said() {
     let text = numakit_report::present::text::render(&r);
     assert!(text.contains("columns missing: Cluster, ElapsedRaw, TotalCPU, State, ExitCode"), "{text}");
 }
+
+/// The report of `text` as one file.
+fn run_text(text: &[u8]) -> Report {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("r.jsonl");
+    std::fs::write(&p, text).expect("write");
+    report(&[Source::File(p)], &ReadOptions { threads: 2, ..ReadOptions::default() }, &Options::default())
+        .expect("report")
+}
+
+#[test]
+fn bad_line_numbers_count_blank_and_overlong_lines() {
+    // 15,000 records (beyond one 4 MiB chunk) with 700 blank lines among the first ones,
+    // then a bad line, a line of 5 MiB, and another bad line
+    let mut text = Vec::new();
+    let mut n = 0;
+    let mut push = |text: &mut Vec<u8>, l: &str| {
+        text.extend_from_slice(l.as_bytes());
+        text.push(b'\n');
+        n += 1;
+        n
+    };
+    for j in 0..15_000u64 {
+        push(&mut text, &line(j, "h0", if j % 2 == 0 { "auto" } else { "none" }, 1e9, 1e9 + 100.0, 1.0));
+        if j < 700 {
+            push(&mut text, if j % 2 == 0 { "" } else { "  \r" });
+        }
+    }
+    assert!(text.len() > 5 << 20);
+    let first_bad = push(&mut text, "garbage one");
+    push(&mut text, &"x".repeat(5 << 20));
+    let second_bad = push(&mut text, "garbage two");
+    push(&mut text, &line(99_999, "h0", "auto", 1e9, 1e9 + 100.0, 1.0));
+    let r = run_text(&text);
+    let c = r.input.counts;
+    assert_eq!((c.records, c.bad, c.too_long), (15_001, 2, 1), "{c:?}");
+    let b = &r.input.bad_examples;
+    assert!(b[0].contains(&format!("line {first_bad}:")), "{b:?} (want line {first_bad})");
+    assert!(b[1].contains(&format!("line {second_bad}:")), "{b:?} (want line {second_bad})");
+}
+
+#[test]
+fn a_record_after_a_torn_one_on_the_same_line_is_read() {
+    // job 77's record cut at 391 bytes by a full disk, job 78's whole record
+    // appended to it, then more lines: one bad line, nothing after it lost
+    let mut lines = ordinary();
+    let torn = line(77, "h0", "auto", 1e9, 1e9 + 99.0, 1.0);
+    let whole = line(78, "h1", "none", 1e9, 1e9 + 98.0, 1.0);
+    lines.insert(10, format!("{}{whole}", &torn[..391.min(torn.len() - 1)]));
+    // torn twice in a row, then a whole one; and a torn line at the very end
+    let (a, b) = (line(79, "h2", "auto", 1e9, 1e9 + 97.0, 1.0), line(80, "h3", "none", 1e9, 1e9 + 96.0, 1.0));
+    lines.insert(20, format!("{}{}{}", &a[..50], &b[..200], line(81, "h3", "auto", 1e9, 1e9 + 95.0, 1.0)));
+    let mut text = lines.join("\n").into_bytes();
+    text.push(b'\n');
+    text.extend_from_slice(&line(82, "h0", "none", 1e9, 1e9 + 94.0, 1.0).as_bytes()[..300]);
+    let r = run_text(&text);
+    let c = r.input.counts;
+    assert_eq!((c.records, c.bad, c.jobs), (42, 4, 42), "{c:?} {:?}", r.input.bad_examples);
+    let b = &r.input.bad_examples;
+    assert!(b[0].contains("line 11:") && b[0].contains("cut short"), "{b:?}");
+    assert!(b[1].contains("line 21:") && b[2].contains("line 21:"), "{b:?}");
+    assert!(b[3].contains("line 43:"), "{b:?}");
+}
