@@ -557,3 +557,36 @@ fn a_sacct_that_never_ends_is_stopped_in_time_and_bounded() {
     }
     t.finish();
 }
+
+#[test]
+fn an_unreadable_subfolder_is_named_and_the_rest_read() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let top = dir.path().join("outcomes");
+    let (a, locked) = (top.join("a"), top.join("b-locked"));
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::fs::create_dir_all(&locked).expect("mkdir");
+    std::fs::copy(farm_file(dir.path(), 200), a.join("numakit-outcomes.jsonl")).expect("copy");
+    std::fs::copy(farm_file(dir.path(), 100), locked.join("numakit-outcomes.jsonl")).expect("copy");
+    for d in [dir.path(), &top, &a] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::set_permissions(a.join("numakit-outcomes.jsonl"), std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+    let mut t = Tally::new("a folder of inputs with an unreadable subfolder (and, run by root, as another user)");
+    let mut c = report_cmd(&[top.to_str().expect("utf-8")]);
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // root reads any folder: run as nobody, who cannot read b-locked
+        c.uid(65534).gid(65534);
+    }
+    let r = bounded(&mut c);
+    let out = text(&r.stdout);
+    let says = format!("{}: Permission denied", locked.display());
+    let mut p = r.problem(&[1], Some(&says), 10.0);
+    if p.is_none() && !(out.starts_with("read 1 input") && out.contains("warning: ") && out.contains("b-locked")) {
+        p = Some(format!("the rest not read, or the skip not said: {out}"));
+    }
+    t.check("a subfolder without read permission", p);
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
+    t.finish();
+}

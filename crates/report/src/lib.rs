@@ -188,5 +188,6 @@ pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result
             by.into_iter().map(|(s, n)| (s.to_string(), n)).collect()
         },
     });
-    Ok(analysis::analyse(&tally, &fin, o, sources.len() as u64, summary))
+    let inputs = sources.iter().filter(|s| !matches!(s, input::Source::Skipped(..))).count() as u64;
+    Ok(analysis::analyse(&tally, &fin, o, inputs, summary))
 }

@@ -172,5 +172,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
     } else {
         out.write_all(present::text::render(&r).as_bytes())?;
     }
-    Ok(0)
+    // As ripgrep does: an input that could not be read (to its end) is said
+    // on standard error too, the report is made of the rest, and the exit
+    // code says something was skipped.
+    if r.input.warnings.is_empty() {
+        return Ok(0);
+    }
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    for w in &r.input.warnings {
+        let _ = writeln!(err, "numakit: report: {}", numakit::text::one_line(w, usize::MAX));
+    }
+    Ok(1)
 }
