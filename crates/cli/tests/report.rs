@@ -590,3 +590,50 @@ fn an_unreadable_subfolder_is_named_and_the_rest_read() {
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
     t.finish();
 }
+
+#[test]
+fn text_from_records_is_escaped_in_text_svg_and_html() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let evil = "zz\u{1b}]0;owned\u{7}\u{1b}[31m\u{9b}2J\u{85}\u{0}</text><script>x</script>&\u{fffe}\n";
+    let f = farm_with(dir.path(), "evil.jsonl", 300, |i, v| {
+        v["job_name"] = format!("{evil}{}", i % 2).into();
+        v["experiment"] = evil.into();
+        v["user"] = evil.into();
+        v["hardware"]["key"] = format!("k{evil}").into();
+    });
+    let (svg, html) = (dir.path().join("r.svg"), dir.path().join("r.html"));
+    let mut t = Tally::new("ESC, OSC, BEL, C1, NUL, U+FFFE, markup and a newline in job_name, experiment, user, hardware.key: text, --by user, SVG, HTML");
+    for by in ["job_name", "user"] {
+        let r = bounded(&mut report_cmd(&[
+            f.to_str().expect("utf-8"),
+            "--by",
+            by,
+            "--svg",
+            svg.to_str().expect("utf-8"),
+            "--html",
+            html.to_str().expect("utf-8"),
+        ]));
+        let raw = |b: &[u8]| {
+            let s = String::from_utf8_lossy(b);
+            s.chars().find(|&c| (c.is_control() && c != '\n') || c == '\u{fffe}').map(|c| format!("{c:?}"))
+        };
+        let mut p = r.problem(&[0], None, 10.0);
+        for (what, bytes) in [
+            ("text", r.stdout.clone()),
+            ("svg", std::fs::read(&svg).unwrap_or_default()),
+            ("html", std::fs::read(&html).unwrap_or_default()),
+        ] {
+            if p.is_none() {
+                p = raw(&bytes).map(|c| format!("{what} holds {c} raw"));
+            }
+            if p.is_none() && what != "text" && String::from_utf8_lossy(&bytes).contains("<script>") {
+                p = Some(format!("{what} holds the records' markup"));
+            }
+        }
+        if p.is_none() && !text(&r.stdout).contains("zz\\u{1b}]0;owned\\u{7}") {
+            p = Some(format!("the names are not shown escaped: {}", text(&r.stdout)));
+        }
+        t.check(&format!("--by {by}"), p);
+    }
+    t.finish();
+}
