@@ -637,3 +637,32 @@ fn text_from_records_is_escaped_in_text_svg_and_html() {
     }
     t.finish();
 }
+
+#[test]
+fn memory_is_bounded_by_the_limits_not_by_distinct_names() {
+    // 150,000 one-job lines, each with a job name and a host of its own
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("distinct.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&p).expect("create"));
+    for j in 0..150_000u64 {
+        let arm = if j % 2 == 0 { "auto" } else { "none" };
+        writeln!(
+            out,
+            r#"{{"schema":"numakit-step-outcome/1","cluster":"farm","job":"{}","step":"batch","host":"host-{j}","job_name":"name-{j}","experiment":"x","unit":"job","arm":"{arm}","arm_source":"assigned","arms":"auto:1,none:1","start_unix":1767225600,"end_unix":{},"wall_s":100,"cpu_user_s":1.0,"cpu_system_s":0.5,"exit_status":0,"numa":{{"locality":0.9}},"hardware":{{"key":"k1"}}}}"#,
+            1_000_000 + j,
+            1_767_225_700 + j % 50
+        )
+        .expect("write");
+    }
+    out.flush().expect("flush");
+    drop(out);
+    let mut t = Tally::new("150,000 distinct job names and hosts: peak memory bounded by the limits");
+    let r = bounded(&mut report_cmd(&[p.to_str().expect("utf-8"), "--threads", "2"]));
+    let mut problem = r.problem(&[0], None, 20.0);
+    if problem.is_none() && !text(&r.stdout).contains("limits: ") {
+        problem = Some("the limits reached are not said".into());
+    }
+    eprintln!("distinct names and hosts: {} MiB peak, {:.1} s", r.max_rss_kib >> 10, r.secs);
+    t.check("150,000 names and hosts", problem);
+    t.finish();
+}

@@ -5,8 +5,9 @@
 //!
 //! Layers, each a module: [`input`] finds and reads the inputs (files,
 //! folders, standard input; gzip by its magic) as chunks of lines; `line`
-//! reads one record without copying; `collect` runs the reading threads
-//! and folds records into the job table (`jobs`: a job's lines into one
+//! reads one record without copying; `parse` a chunk of lines into rows;
+//! `strings` the ids of their text; `collect` runs the reading threads
+//! and folds records, within its memory limits, into the job table (`jobs`: a job's lines into one
 //! outcome, in bounded memory, spilling to temporary files beyond a
 //! budget) and the per-line figures; `tally` turns jobs into outcomes and
 //! sums them; [`sacct`] joins Slurm's accounting; [`analysis`] computes
@@ -23,9 +24,11 @@ mod collect;
 pub mod input;
 mod jobs;
 mod line;
+mod parse;
 pub mod present;
 pub mod result;
 pub mod sacct;
+mod strings;
 pub mod synth;
 mod tally;
 

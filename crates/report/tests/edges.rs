@@ -265,3 +265,43 @@ fn a_record_after_a_torn_one_on_the_same_line_is_read() {
     assert!(b[1].contains("line 21:") && b[2].contains("line 21:"), "{b:?}");
     assert!(b[3].contains("line 43:"), "{b:?}");
 }
+
+/// `n` one-job lines, line `j` with job name `name(j)` and host `host(j)`.
+fn many(n: u64, name: impl Fn(u64) -> String, host: impl Fn(u64) -> String) -> Vec<String> {
+    (0..n)
+        .map(|j| {
+            line(10_000 + j, &host(j), if j % 2 == 0 { "auto" } else { "none" }, 1e9, 1e9 + 100.0 + j as f64, 1.0)
+                .replace(r#""job_name":"reco""#, &format!(r#""job_name":"{}""#, name(j)))
+        })
+        .collect()
+}
+
+#[test]
+fn cells_and_hosts_beyond_the_limits_are_counted_and_said() {
+    use numakit_report::result::Limits;
+    let l = Limits::now();
+    // the ordinary jobs first (2 cells, 4 hosts), then 60,000 names of one job each
+    let mut lines = ordinary();
+    lines.extend(many(60_000, |j| format!("n{j}"), |_| "h0".into()));
+    let r = run(&lines, &Options::default());
+    let c = r.input.counts;
+    let kept = l.cells - 2;
+    assert_eq!((c.limited_lines, c.limited_jobs), (60_000 - kept, 60_000 - kept), "{c:?}");
+    assert_eq!(c.jobs, 60_040, "{c:?}");
+    let g = r.experiments[0].groups.iter().find(|g| g.group.as_deref() == Some("reco")).expect("reco kept");
+    assert_eq!(g.comparisons[0].wall.as_ref().map(|w| w.n), Some([20, 20]));
+    let text = numakit_report::present::text::render(&r);
+    assert!(text.contains("limits: 10,002 record lines of clusters beyond the first 10,000 or of cells beyond the first 50,000 left out"), "{}", &text[..2000]);
+    // 110,000 hosts: the first 100,000 scored, the rest in the comparison only
+    let lines = many(110_000, |_| "reco".into(), |j| format!("x{j}"));
+    let r = run(&lines, &Options::default());
+    let c = r.input.counts;
+    assert_eq!((c.limited_lines, c.unscored_lines, c.unscored_jobs), (0, 10_000, 10_000), "{c:?}");
+    assert_eq!(r.experiments[0].groups[0].comparisons[0].wall.as_ref().map(|w| w.n), Some([55_000, 55_000]));
+    let text = numakit_report::present::text::render(&r);
+    assert!(
+        text.contains("limits: 10,000 lines and 10,000 jobs of hosts beyond the first 100,000"),
+        "{}",
+        &text[..2000]
+    );
+}

@@ -16,10 +16,10 @@ use numakit::stats_math::{
 use super::Options;
 use crate::jobs::FastMap;
 use crate::result::{Comparison, Effect, Needed, Variation};
-use crate::tally::Tally;
+use crate::tally::{Mean, Tally};
 
 /// A cluster of a per-host design: (host, period, [wall, cpu]).
-pub type Cluster<'t> = (u32, u64, &'t [Moments; 2]);
+pub type Cluster<'t> = (u32, u64, &'t [Mean; 2]);
 
 /// The clusters of per-host designs, by cell.
 pub struct ClusterIndex<'t> {

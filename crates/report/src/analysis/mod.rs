@@ -206,6 +206,7 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             first_start_unix: span.0.is_finite().then_some(span.0),
             last_end_unix: span.1.is_finite().then_some(span.1),
             table: f.table,
+            limits: crate::result::Limits::now(),
         },
         experiments: out,
         hosts: hosts::check(t, f, o.detect),

@@ -248,6 +248,27 @@ pub fn render(r: &Report) -> String {
         count(c.zero_time),
         count(c.extern_lines)
     );
+    let l = &i.limits;
+    if c.limited_lines > 0 {
+        let _ = writeln!(
+            out,
+            "  limits: {} record lines of clusters beyond the first {} or of cells beyond the first {} left out, and {} jobs with them (memory is bounded: docs/experiments.md)",
+            count(c.limited_lines),
+            count(l.clusters),
+            count(l.cells),
+            count(c.limited_jobs)
+        );
+    }
+    if c.unscored_lines + c.unscored_jobs > 0 {
+        let _ = writeln!(
+            out,
+            "  limits: {} lines and {} jobs of hosts beyond the first {} (or beyond {} figures per host table) left out of the host checks, the balance per host and day, and per-host designs",
+            count(c.unscored_lines),
+            count(c.unscored_jobs),
+            count(l.hosts),
+            count(l.host_figures)
+        );
+    }
     if c.spans_clusters > 0 {
         let _ = writeln!(
             out,

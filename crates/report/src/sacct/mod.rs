@@ -253,7 +253,7 @@ pub fn read(r: impl BufRead, c: &mut Collector, default_cluster: Option<&str>) -
         });
         let cpu = get(k.cpu).and_then(duration);
         // a figure beyond any job's (inf, NaN, a negative or absurd one) is none
-        let time = |x: Option<f64>| x.filter(|x| (0.0..=crate::collect::MAX_UNIX).contains(x));
+        let time = |x: Option<f64>| x.filter(|x| (0.0..=crate::parse::MAX_UNIX).contains(x));
         let (elapsed, cpu) = (time(elapsed), time(cpu));
         let state = get(k.state).map_or(0, state_index);
         let exit_ok = get(k.exit).is_none_or(|e| e.split(':').all(|x| x.trim() == "0"));
