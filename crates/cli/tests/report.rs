@@ -348,7 +348,9 @@ fn not_numbers(out: &str) -> Option<String> {
 #[test]
 fn records_at_the_ends_of_the_float_range() {
     let dir = tempfile::tempdir().expect("tmp");
-    let mut t = Tally::new("records whose times are ±1.7e308, before 1970, after 9999, or whose CPU time overflows");
+    let mut t = Tally::new(
+        "records whose times are ±1.7e308, before 1970, after 9999, whose CPU time overflows, or whose arms weigh 1e308",
+    );
     let huge = |every: usize| {
         move |i: usize, v: &mut serde_json::Value| {
             if i % every == 0 {
@@ -367,6 +369,12 @@ fn records_at_the_ends_of_the_float_range() {
                 if i % 3 == 0 {
                     v["cpu_user_s"] = 1.7e308.into();
                 }
+            }),
+        ),
+        (
+            "configured arms weighing 1e308 each",
+            farm_with(dir.path(), "weights.jsonl", 300, |_, v| {
+                v["arms"] = "auto:1e308,none:1e308".into();
             }),
         ),
         (
