@@ -127,10 +127,23 @@ pub fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStri
         let l = loop {
             match line::parse(rest, by) {
                 Parsed::Record(l) => break Some(l),
-                Parsed::Other => {
-                    counts.other_schema += 1;
-                    break None;
-                }
+                // a torn record whose cut fell in its schema reads as another
+                // schema before the JSON's end is seen: not JSON, and a
+                // record's start after it, it is torn
+                Parsed::Other => match line::record_start(&rest[1..]).map(|p| p + 1) {
+                    Some(p) if serde_json::from_slice::<serde::de::IgnoredAny>(rest).is_err() => {
+                        counts.bad += 1;
+                        counts.lines += 1;
+                        if bad.len() < BAD_EXAMPLES {
+                            bad.push((n as u64, line::CUT_SHORT.to_string()));
+                        }
+                        rest = &rest[p..];
+                    }
+                    _ => {
+                        counts.other_schema += 1;
+                        break None;
+                    }
+                },
                 Parsed::Bad(why) => {
                     counts.bad += 1;
                     // a record cut short (a full disk), the next one written after it:

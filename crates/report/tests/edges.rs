@@ -305,3 +305,74 @@ fn cells_and_hosts_beyond_the_limits_are_counted_and_said() {
         &text[..2000]
     );
 }
+
+/// A value from the classes the hostile-input probe tried on records'
+/// numbers: the ends of the float range, before 1970, after 9999, tiny,
+/// negative zero, ordinary.
+fn edge_number() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(-1.7e308),
+        Just(1.7e308),
+        Just(f64::MAX),
+        Just(-1.0e12),
+        Just(1.0e300),
+        Just(2.6e11),
+        Just(-0.0),
+        Just(5e-324),
+        1.0e9..1.1e9f64,
+        0.0..1.0e6f64,
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+
+    /// Records whose numbers are drawn from the probe's classes, some torn
+    /// (cut anywhere, the next record written after them on the same line):
+    /// never a panic, every figure of the report a number, every line
+    /// accounted for, and a torn line never costs the record after it.
+    #[test]
+    fn hostile_numbers_and_torn_lines_give_a_report_of_numbers(
+        recs in proptest::collection::vec((edge_number(), edge_number(), edge_number(), proptest::option::of(1usize..600)), 1..40)
+    ) {
+        let mut text = String::new();
+        let mut torn = 0;
+        let mut whole_after_torn = 0;
+        let mut last_torn = false;
+        for (j, (start, span, cpu, cut)) in recs.iter().enumerate() {
+            let l = line(j as u64, &format!("h{}", j % 3), if j % 2 == 0 { "auto" } else { "none" }, *start, start + span, *cpu);
+            match cut {
+                Some(c) if *c < l.len() - 1 && j + 1 < recs.len() => {
+                    text.push_str(&l[..*c]);
+                    torn += 1;
+                    last_torn = true;
+                }
+                _ => {
+                    if last_torn {
+                        whole_after_torn += 1;
+                    }
+                    last_torn = false;
+                    text.push_str(&l);
+                    text.push('\n');
+                }
+            }
+        }
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("r.jsonl");
+        std::fs::write(&p, &text).expect("write");
+        let r = report(&[Source::File(p)], &ReadOptions { threads: 2, ..ReadOptions::default() }, &Options::default())
+            .expect("report");
+        for (what, v) in numbers(&r) {
+            proptest::prop_assert!(v.is_finite(), "{} is {}", what, v);
+        }
+        // every whole record is read (a record or a bad line), torn ones
+        // are bad lines (two torn in a row may make one), nothing is counted twice
+        let c = r.input.counts;
+        let whole = recs.len() as u64 - torn;
+        proptest::prop_assert!(c.records + c.bad <= recs.len() as u64 && c.records + c.bad >= whole, "{:?} torn {}", c, torn);
+        proptest::prop_assert!(torn == 0 || c.bad >= 1, "{:?} torn {}", c, torn);
+        proptest::prop_assert_eq!(c.other_schema, 0);
+        proptest::prop_assert!(whole_after_torn <= c.records + c.bad);
+    }
+}

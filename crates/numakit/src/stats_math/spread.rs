@@ -67,8 +67,10 @@ pub fn sd_ratio(a: &Moments, b: &Moments) -> Option<SdRatio> {
     };
     Some(SdRatio {
         ratio: var_ratio.sqrt(),
-        ci_low: ((centre - z * se) / 2.0).exp(),
-        ci_high: ((centre + z * se) / 2.0).exp(),
+        // within the float range: an interval wider than e^±700 ends at
+        // 1e±304, never at an infinity
+        ci_low: ((centre - z * se) / 2.0).clamp(-700.0, 700.0).exp(),
+        ci_high: ((centre + z * se) / 2.0).clamp(-700.0, 700.0).exp(),
         p_value,
         kurtosis,
     })

@@ -50,11 +50,18 @@ impl<'t> ClusterIndex<'t> {
     }
 }
 
+/// `e^x` within the float range: an interval wider than e^±700 (a few
+/// jobs of wildly different times) shows its end as 1e304 or 1e-304,
+/// never infinite.
+pub fn exp_bounded(x: f64) -> f64 {
+    x.clamp(-700.0, 700.0).exp()
+}
+
 fn effect(w: &Welch, n: [u64; 2]) -> Effect {
     Effect {
-        ratio: w.difference.exp(),
-        ci_low: w.diff_ci_low.exp(),
-        ci_high: w.diff_ci_high.exp(),
+        ratio: exp_bounded(w.difference),
+        ci_low: exp_bounded(w.diff_ci_low),
+        ci_high: exp_bounded(w.diff_ci_high),
         p_value: w.p_value,
         p_adjusted: w.p_value,
         df: w.df,
