@@ -674,3 +674,27 @@ fn memory_is_bounded_by_the_limits_not_by_distinct_names() {
     t.check("150,000 names and hosts", problem);
     t.finish();
 }
+
+/// The report's limits, for the table in docs/hostile-input.md
+/// (scripts/hostile-report).
+#[test]
+fn limits_in_force() {
+    use numakit_report::{result::Limits, sacct};
+    let l = Limits::now();
+    for (limit, value) in [
+        ("bytes of a --sacct-file read", sacct::MAX_FILE_BYTES),
+        ("bytes of sacct's output read", sacct::MAX_OUTPUT_BYTES),
+        ("bytes of one sacct line", sacct::MAX_LINE as u64),
+        ("bytes of one record line", numakit_report::input::MAX_LINE as u64),
+        ("parsing threads (--threads)", numakit_report::MAX_THREADS as u64),
+        ("jobs held in memory (--max-jobs-in-memory)", numakit_report::MAX_JOB_BUDGET as u64),
+        ("cells with figures of their own", l.cells),
+        ("cluster names", l.clusters),
+        ("hosts with figures of their own", l.hosts),
+        ("entries in each table of figures per host", l.host_figures),
+        ("units a jobs-needed search looks for", numakit::stats_math::MAX_UNITS_NEEDED),
+        ("seconds of --sacct-timeout", numakit_report::MAX_SACCT_TIMEOUT.as_secs()),
+    ] {
+        eprintln!("LIMIT|report|{limit}|{value}");
+    }
+}
