@@ -11,9 +11,6 @@
 //! A step without a cgroup of its own (proctrack/linuxproc on cgroup v1)
 //! gets no report, said once in the log.
 
-use std::fs::OpenOptions;
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -170,26 +167,26 @@ pub fn append_as(path: &Path, text: &str, uid: u32, gid: u32) -> std::io::Result
     // SAFETY: setfsuid/setfsgid change only this thread's file-system ids;
     // the previous ones are put back below whatever the open did.
     let (old_gid, old_uid) = unsafe { (libc::setfsgid(gid), libc::setfsuid(uid)) };
-    let opened = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path);
+    // The user's own path: opened as the user, by the rule of a folder
+    // others write (no link followed, no FIFO waited on: slurmstepd must
+    // not hang at the step's end on a name the user planted).
+    let folder = numakit::files::folder(path);
+    let name = path.file_name().unwrap_or_default();
+    let written = numakit::files::SharedDir::open(folder).and_then(|d| d.append_bytes(name, text.as_bytes()));
     // SAFETY: as above.
     unsafe {
         libc::setfsuid(old_uid as u32);
         libc::setfsgid(old_gid as u32);
     }
-    opened?.write_all(text.as_bytes())
+    written
 }
 
-/// Appends one line to the site's `DIR/numakit-steps.jsonl` (as root).
+/// Appends one line to the site's `DIR/numakit-steps.jsonl` (as root), as
+/// the outcome records are appended: whole, by the shared-folder rule
+/// ([`numakit::files::append_line`]), the folder made where missing.
 pub fn append_site(dir: &Path, line: &str) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
     let p = dir.join("numakit-steps.jsonl");
-    let mut f = OpenOptions::new().append(true).create(true).mode(0o644).custom_flags(libc::O_NOFOLLOW).open(&p)?;
-    f.write_all(format!("{line}\n").as_bytes())?;
+    numakit::files::append_line(&p, line)?;
     Ok(p)
 }
 

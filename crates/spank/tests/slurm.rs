@@ -317,6 +317,30 @@ fn a_ledger_folder_not_as_documented_is_said_once_in_slurmds_log() {
     }
 }
 
+/// The site's report folder is written by root in slurmstepd: a user who
+/// planted FIFOs at its file names (where the wrappers let users write)
+/// must not hang the step's end. The step ends at once, and slurmd's log
+/// says why nothing was appended. (The step report's line needs a step
+/// cgroup, which this host's Slurm does not make: its file goes by the
+/// same rule, `numakit::files::append_line`.)
+#[test]
+fn fifos_in_the_report_folder_do_not_hang_the_steps_end() {
+    if !built_for_slurm("fifos_in_the_report_folder_do_not_hang_the_steps_end") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    for name in ["numakit-steps.jsonl", "numakit-outcomes.jsonl"] {
+        let c = std::ffi::CString::new(d.path().join(name).as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+    }
+    let slurm = start(plugstack("required", &format!("default=auto report={}", d.path().display())));
+    let out = run(&slurm, &["timeout", "60", "srun", "--numa-report=r.txt", "/bin/true"]);
+    assert!(out.success(), "the step ended: {out:?}\n{}", slurm.logs());
+    let log = slurm.log("slurmd");
+    assert!(log.contains("numakit-outcomes.jsonl: not a regular file (a FIFO or socket): not appended to"), "{log}");
+}
+
 /// The installed Slurm's version, the last word of `slurmd -V` (Debian's
 /// says `slurm-wlm 22.05.8`, SchedMD's `slurm 22.05.8`).
 fn running_slurm() -> String {
