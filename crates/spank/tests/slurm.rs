@@ -317,13 +317,9 @@ fn a_ledger_folder_not_as_documented_is_said_once_in_slurmds_log() {
     }
 }
 
-/// The installed Slurm's version, the last word of `slurmd -V` (Debian's
-/// says `slurm-wlm 22.05.8`, SchedMD's `slurm 22.05.8`).
+/// The tested Slurm's version (the packages', or `NUMAKIT_SLURM_PREFIX`'s).
 fn running_slurm() -> String {
-    let out = std::process::Command::new("slurmd").arg("-V").output().expect("slurmd -V");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let version = text.split_whitespace().last().filter(|v| v.starts_with(|c: char| c.is_ascii_digit()));
-    version.unwrap_or_else(|| panic!("slurmd -V: {text:?}")).to_string()
+    numakit_testbed::slurm::install::version().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A copy of the plugin in `dir` whose `plugin_version` is `number`: the one
@@ -407,9 +403,12 @@ fn another_slurm_version_is_one_line_and_never_a_crash() {
     let out = run(&slurm, &["srun", "--numa=local", "/bin/true"]);
     assert!(out.status != 0 && out.stderr.contains("unrecognized option '--numa=local'"), "{out:?}");
 
-    // 22.05.2: the same minor release, which Slurm loads; the plugin's first
-    // line says what it was built for and what loaded it.
-    let micro = plugin_for(0x16_05_02, dir.path());
+    // Another micro release of the same major and minor (22.05.2 for
+    // 22.05.8), which Slurm loads; the plugin's first line says what it was
+    // built for and what loaded it.
+    let ours = numakit_spank::SLURM_VERSION_NUMBER;
+    let other_micro = (ours & !0xff) | if ours & 0xff == 2 { 3 } else { 2 };
+    let micro = plugin_for(other_micro, dir.path());
     slurm
         .set_plugstack(
             &plugstack("required", "").replace(&plugin().display().to_string(), &micro.display().to_string()),
@@ -417,8 +416,9 @@ fn another_slurm_version_is_one_line_and_never_a_crash() {
         .unwrap_or_else(|e| panic!("{e}"));
     let out = run(&slurm, &["srun", "--numa=local", "sh", "-c", SHOW]);
     assert_placed_as_told(&out, "local");
+    let built = format!("{}.{:02}.{}", other_micro >> 16, (other_micro >> 8) & 0xff, other_micro & 0xff);
     let said = format!(
-        "numakit: SPANK plugin {}, built for Slurm 22.05.2, in Slurm {}",
+        "numakit: SPANK plugin {}, built for Slurm {built}, in Slurm {}",
         env!("CARGO_PKG_VERSION"),
         running_slurm()
     );
