@@ -404,6 +404,12 @@ impl Slurm {
         let mut ctld = install::command("slurmctld");
         ctld.args(["-D", "-i", "-f"]).arg(self.conf());
         self.spawn("slurmctld", ctld)?;
+        // slurmd after the controller answers, as a site starts them (Slurm
+        // 26.05's slurmd started beside a controller still registering with
+        // slurmdbd sometimes exited with status 1, saying nothing).
+        self.wait_for(Duration::from_secs(30), "slurmctld to answer", |s| {
+            s.run("scontrol", ["ping"]).stdout.contains("UP")
+        })?;
         let mut slurmd = install::command("slurmd");
         slurmd.args(["-D", "-N", &self.node, "-f"]).arg(self.conf());
         self.spawn("slurmd", slurmd)
