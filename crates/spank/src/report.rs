@@ -137,11 +137,16 @@ pub fn finish() -> Option<(JobReport, Option<Delta>)> {
     let end = JobReport::collect(&SysRoot::live(), &s.cgroup).ok();
     let last = lock(&s.last).take();
     let mut report = last.or_else(|| end.clone())?;
+    // The counters at the end where they can still be read; else (the
+    // cgroup gone, or on cgroup v1 its memory folder gone before the
+    // others) the last sample's.
+    let end = end.filter(|e| e.counters.memory_stat || !report.counters.memory_stat);
     let delta = match (&end, &s.start) {
         (Some(e), Some(start)) => {
             report.counters = e.counters.clone();
             Some(e.counters.delta(start))
         }
+        (None, Some(start)) if report.counters.memory_stat => Some(report.counters.delta(start)),
         _ => None,
     };
     Some((report, delta))

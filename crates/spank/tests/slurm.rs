@@ -566,3 +566,40 @@ fn slurmd_stopped_mid_job_the_step_ends_as_it_would() {
         slurm.log("slurmd").lines().filter(|l| l.contains("numakit: SPANK plugin") && !l.contains("] [")).count();
     assert_eq!(starts, 2, "slurmd loaded the plugin at each start");
 }
+
+/// On a cgroup v1 host (EL8's default, and this machine's kind) with
+/// Slurm's cgroup plugins: the step's report names v1's
+/// `cpuset.effective_cpus` with the step's CPUs, and its outcome record has
+/// the cgroup's peak memory. (The reader's v1 cases: synthetic trees in
+/// the library's tests.)
+#[test]
+fn a_cgroup_v1_step_has_its_report_and_record() {
+    if !built_for_slurm("a_cgroup_v1_step_has_its_report_and_record") {
+        return;
+    }
+    if !Path::new("/sys/fs/cgroup/memory/tasks").exists() {
+        eprintln!("a_cgroup_v1_step_has_its_report_and_record: no cgroup v1 memory hierarchy on this host");
+        return;
+    }
+    let mut spec = SlurmSpec::default()
+        .task_plugin("task/cgroup")
+        .proctrack("proctrack/cgroup")
+        .plugstack(plugstack("required", "default=local report={dir}/reports report_interval=1"));
+    spec.cgroup_conf = Some("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n".into());
+    // (the later line wins over the harness's jobacct_gather/none)
+    spec.extra_conf.push("JobAcctGatherType=jobacct_gather/cgroup".into());
+    let slurm = Slurm::start(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let script = "head -c 50000000 /dev/zero | tail -c 1 > /dev/null; sleep 2; cat /proc/self/cgroup";
+    let out = run(&slurm, &["srun", "--mem=200M", "--numa-report=v1-%j.txt", "sh", "-c", script]);
+    eprintln!("{out:?}");
+    assert!(out.success(), "{out:?}\n{}", slurm.logs());
+    assert!(wait_until(|| !outcome_records(&slurm).is_empty()), "no outcome record\n{}", slurm.logs());
+    let r = &outcome_records(&slurm)[0];
+    eprintln!("record: {r}");
+    let report = std::fs::read_to_string(slurm.workdir().join("v1-1.txt")).unwrap_or_default();
+    eprintln!("report:\n{report}");
+    assert!(report.contains("cpuset.effective_cpus)"), "the CPUs from v1's file: {report}\n{}", slurm.logs());
+    assert!(report.contains("counters (memory.stat"), "v1's memory.stat, read: {report}");
+    assert!(r["peak_memory_bytes"].as_u64().is_some_and(|b| b > 0), "peak memory: {r}");
+    assert_eq!(r["cpu_source"].as_str(), Some("cpuacct"), "CPU time from the step's cpuacct cgroup: {r}");
+}
