@@ -596,7 +596,10 @@ fn a_cgroup_v1_step_has_its_report_and_record() {
     assert!(wait_until(|| !outcome_records(&slurm).is_empty()), "no outcome record\n{}", slurm.logs());
     let r = &outcome_records(&slurm)[0];
     eprintln!("record: {r}");
-    let report = std::fs::read_to_string(slurm.workdir().join("v1-1.txt")).unwrap_or_default();
+    // slurmstepd's exit hook writes the record first, then the report.
+    let file = slurm.workdir().join("v1-1.txt");
+    wait_until(|| std::fs::read_to_string(&file).is_ok_and(|t| t.contains("locality")));
+    let report = std::fs::read_to_string(&file).unwrap_or_default();
     eprintln!("report:\n{report}");
     assert!(report.contains("cpuset.effective_cpus)"), "the CPUs from v1's file: {report}\n{}", slurm.logs());
     assert!(report.contains("counters (memory.stat"), "v1's memory.stat, read: {report}");
