@@ -45,18 +45,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// `step_…` folder, or after the step's `user` folder where there is one
 /// (cgroup v2: the tasks are in `step_0/user/task_N`, slurmstepd itself in
 /// `step_0/slurm`, and its memory and CPUs are not the job's): the unified
-/// hierarchy's path, else the v1 memory hierarchy's. `None` when the
-/// process is in no folder of that step.
+/// hierarchy's path, else the v1 memory hierarchy's, else any other v1
+/// hierarchy's that names the step (cpuset, freezer, cpuacct: a step
+/// without a memory cgroup; the library reads each controller's files in
+/// its own hierarchy). `None` when the process is in no folder of that step.
 pub fn step_cgroup(cgroup_file: &str, step: &str) -> Option<String> {
     let folder = format!("/step_{step}");
-    let mut paths: Vec<(bool, &str)> = numakit::procs::cgroup::parse_lines(cgroup_file)
-        .filter_map(|l| {
-            let v2 = l.controllers.is_empty();
-            (v2 || l.has_controller("memory")).then_some((v2, l.path))
+    let mut paths: Vec<(u8, &str)> = numakit::procs::cgroup::parse_lines(cgroup_file)
+        .map(|l| {
+            let rank = if l.controllers.is_empty() {
+                0
+            } else if l.has_controller("memory") {
+                1
+            } else {
+                2
+            };
+            (rank, l.path)
         })
         .collect();
-    // The unified hierarchy first, where it names the step.
-    paths.sort_by_key(|(v2, _)| !v2);
+    // The unified hierarchy first, where it names the step, then memory.
+    paths.sort_by_key(|(rank, _)| *rank);
     paths.into_iter().find_map(|(_, path)| {
         let step = cut_after(path, &folder)?;
         let user = &path[step.len()..];
@@ -126,11 +134,16 @@ pub fn finish() -> Option<(JobReport, Option<Delta>)> {
     let end = JobReport::collect(&SysRoot::live(), &s.cgroup).ok();
     let last = lock(&s.last).take();
     let mut report = last.or_else(|| end.clone())?;
+    // The counters at the end where they can still be read; else (the
+    // cgroup gone, or on cgroup v1 its memory folder gone before the
+    // others) the last sample's.
+    let end = end.filter(|e| e.counters.memory_stat || !report.counters.memory_stat);
     let delta = match (&end, &s.start) {
         (Some(e), Some(start)) => {
             report.counters = e.counters.clone();
             Some(e.counters.delta(start))
         }
+        (None, Some(start)) if report.counters.memory_stat => Some(report.counters.delta(start)),
         _ => None,
     };
     Some((report, delta))
@@ -181,6 +194,33 @@ pub fn append_as(path: &Path, text: &str, uid: u32, gid: u32) -> std::io::Result
     written
 }
 
+/// Whether the calling process may append to `path` as [`append_as`]
+/// would: a writable file that is not a symbolic link, or a new name in a
+/// folder it may write (`access(2)` with the process's own ids; nothing is
+/// created).
+pub fn writable(path: &Path) -> std::io::Result<()> {
+    let can = |p: &Path, mode: libc::c_int| -> std::io::Result<()> {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: a NUL-terminated path; access only looks.
+        match unsafe { libc::access(c.as_ptr(), mode) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(std::io::Error::other("a symbolic link (the report is never written through one)"))
+        }
+        Ok(_) => can(path, libc::W_OK),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            can(parent, libc::W_OK | libc::X_OK)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Appends one line to the site's `DIR/numakit-steps.jsonl` (as root), as
 /// the outcome records are appended: whole, by the shared-folder rule
 /// ([`numakit::files::append_line`]), the folder made where missing.
@@ -218,6 +258,10 @@ mod tests {
         // cgroup v1: the memory hierarchy's line; the unified one wins when it names the step.
         let v1 = "11:memory:/slurm/uid_0/job_5/step_2/task_0\n4:cpuset:/slurm/uid_0/job_5/step_2\n0::/user.slice\n";
         assert_eq!(step_cgroup(v1, "2").as_deref(), Some("/slurm/uid_0/job_5/step_2"));
+        // No memory cgroup (task/cgroup without ConstrainRAMSpace, or
+        // proctrack/cgroup alone): the cpuset's or the freezer's.
+        let freezer = "12:freezer:/slurm/uid_0/job_5/step_2\n11:memory:/system.slice/slurmd.service\n";
+        assert_eq!(step_cgroup(freezer, "2").as_deref(), Some("/slurm/uid_0/job_5/step_2"));
         assert_eq!(step_cgroup("0::/user.slice\n", "0"), None);
         assert_eq!(step_cgroup("garbage", "0"), None);
     }
@@ -238,6 +282,12 @@ mod tests {
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&p, &link).expect("symlink");
         assert!(append_as(&link, "three\n", 0, 0).is_err(), "a link at the end is refused");
+        // What the first task checks before the step runs, nothing created.
+        assert!(writable(&p).is_ok() && writable(&d.path().join("new.txt")).is_ok());
+        assert!(!d.path().join("new.txt").exists());
+        assert!(writable(&link).is_err_and(|e| e.to_string().contains("symbolic link")));
+        let missing = d.path().join("no/such/folder.txt");
+        assert_eq!(writable(&missing).map_err(|e| e.kind()), Err(std::io::ErrorKind::NotFound));
         if unsafe { libc::geteuid() } == 0 {
             // Nobody may not write into a folder only root may write.
             let e = append_as(&d.path().join("nobody.txt"), "x", 65534, 65534).expect_err("refused");
