@@ -426,6 +426,31 @@ mod tests {
         }
     }
 
+    /// Every option and argument a user sees has a help text of its own
+    /// (a doc comment that is missing glues the next option's text onto the
+    /// one before: `exporter --help` showed --max-connections' words under
+    /// --ledger and none under --max-connections).
+    #[test]
+    fn every_visible_argument_has_its_help() {
+        fn check(cmd: &clap::Command, path: &str, bad: &mut Vec<String>) {
+            for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                let id = a.get_id().as_str();
+                if ["help", "version"].contains(&id) {
+                    continue;
+                }
+                if a.get_help().is_none_or(|h| h.to_string().trim().is_empty()) {
+                    bad.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                check(sub, &format!("{path} {}", sub.get_name()), bad);
+            }
+        }
+        let mut bad = Vec::new();
+        check(&Cli::command(), "numakit", &mut bad);
+        assert!(bad.is_empty(), "arguments without help: {bad:?}");
+    }
+
     /// Interval flags read durations with the library's parser: a plain
     /// number as before, and a unit too.
     #[test]

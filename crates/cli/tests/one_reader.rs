@@ -42,7 +42,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("crates/numakit/src/daemon/service/mod.rs", "OpenOptions::new(", "the decision log, appended"),
     ("crates/numakit/src/tune/profiles.rs", "fs::read_dir(", "the profiles folder"),
     ("crates/numakit/src/daemon/ctl.rs", "fs::symlink_metadata(", "the control socket's path: is a socket there"),
-    ("crates/spank/src/report.rs", "OpenOptions::new(", "the step report, appended (written, not read)"),
     ("crates/numakit/src/place/iospec.rs", "fs::metadata(", "file:PATH, a user's file: its device, not its content"),
     ("crates/numakit/src/stats/cgroup/tree.rs", "\"/sys", "a cgroup path as typed, compared with a string, not opened"),
     ("crates/numakit/src/topo/allowed.rs", "\"/proc", "the label of where the model's allowed sets came from"),

@@ -2,7 +2,10 @@
 //! made safe to put in a message: one line, bounded, control characters
 //! escaped, so a crafted file or name can neither flood a terminal nor
 //! send it escape sequences. [`one_line`] is the one escaping routine;
-//! [`quote`], [`path`] and [`for_stream`] are its uses.
+//! [`quote`], [`path`] and [`for_stream`] are its uses, and [`xml`] is it
+//! for XML and HTML text (SVG pictures, HTML pages): control characters
+//! escaped the same way, markup's characters as entities, and nothing XML
+//! 1.0 forbids left in.
 //!
 //! Where numakit stands in for numactl or numastat, whose messages carry a
 //! name byte for byte, [`for_stream`] keeps those bytes when the message
@@ -33,7 +36,7 @@ pub fn one_line(s: &str, max: usize) -> String {
     let mut out = String::new();
     let mut count: usize = 0;
     for c in s.chars() {
-        let piece: String = if c.is_control() { c.escape_debug().collect() } else { c.to_string() };
+        let piece: String = if shown_escaped(c) { c.escape_debug().collect() } else { c.to_string() };
         let n = piece.chars().count();
         if count.saturating_add(n) > max {
             out.push_str(&format!("… ({} characters)", s.chars().count()));
@@ -41,6 +44,38 @@ pub fn one_line(s: &str, max: usize) -> String {
         }
         out.push_str(&piece);
         count += n;
+    }
+    out
+}
+
+/// Whether `c` is shown as its escape (`\u{1b}`): control characters (C0,
+/// DEL, C1), and the two noncharacters XML 1.0 forbids (U+FFFE, U+FFFF).
+fn shown_escaped(c: char) -> bool {
+    c.is_control() || c == '\u{fffe}' || c == '\u{ffff}'
+}
+
+/// `s` as XML 1.0 character data or an attribute's value (and HTML
+/// text): [`one_line`]'s escapes for control characters and the
+/// characters XML forbids (so no character a parser refuses, and none
+/// that drives a terminal, is left), then `&`, `<`, `>`, `"` and `'` as
+/// entities. Not cut: callers bound what they show.
+///
+/// ```
+/// use numakit::text::xml;
+/// assert_eq!(xml("a<b>&\"c\x1b[0m\u{fffe}"), "a&lt;b&gt;&amp;&quot;c\\u{1b}[0m\\u{fffe}");
+/// ```
+pub fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if shown_escaped(c) => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
     }
     out
 }
@@ -107,7 +142,34 @@ mod tests {
         assert_eq!(for_stream("x\ny", false), "x\ny");
     }
 
+    #[test]
+    fn xml_text_by_hand() {
+        assert_eq!(xml("plain ünïcödé"), "plain ünïcödé");
+        assert_eq!(xml("</text><script>"), "&lt;/text&gt;&lt;script&gt;");
+        assert_eq!(xml("a\u{0}b\u{85}c\u{ffff}\n"), "a\\0b\\u{85}c\\u{ffff}\\n");
+        assert_eq!(one_line("x\u{fffe}", 80), "x\\u{fffe}");
+    }
+
+    /// Whether `c` is a character XML 1.0 allows (its `Char` production).
+    fn xml_char(c: char) -> bool {
+        matches!(c, '\u{9}' | '\u{a}' | '\u{d}' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+    }
+
     proptest! {
+        #[test]
+        fn xml_text_is_well_formed_for_any_text(s in any::<String>(), t in "[\\x00-\\x1f\\x7f-\\u{9f}<>&'\"\\u{fffe}\\u{ffff}a]{0,40}") {
+            for s in [&s, &t] {
+                let x = xml(s);
+                prop_assert!(x.chars().all(|c| xml_char(c) && !c.is_control()), "{:?}", x);
+                prop_assert!(!x.contains('<') && !x.contains('>') && !x.contains('"') && !x.contains('\''));
+                let doc = format!("<t a=\"{x}\">{x}</t>");
+                let parsed = roxmltree::Document::parse(&doc);
+                prop_assert!(parsed.is_ok(), "{:?}: {:?}", doc, parsed.err());
+                let root = parsed.map(|d| d.root_element().text().unwrap_or("").to_string()).unwrap_or_default();
+                prop_assert_eq!(root, one_line(s, usize::MAX));
+            }
+        }
+
         #[test]
         fn always_one_bounded_line(s in "\\PC{0,300}|[\\x00-\\x1f\\x7f]{0,300}") {
             let l = one_line(&s, 50);

@@ -6,20 +6,16 @@
 //! [`Collector::finish`] turns every job into its outcome and adds it to
 //! the per-cell [`Tally`]. Computes no statistic beyond sums.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
-use numakit::experiment::{ArmSource, Unit};
-
-use crate::input::{self, Chunk, Source, MAX_LINE};
-use crate::jobs::{FastMap, JobAcc, JobKey, JobTable, TableStats, CPU_MISSING, FAILED, NONE};
-use crate::line::{self, Parsed};
+use crate::input::{self, Chunk, Source};
+use crate::jobs::{FastMap, JobAcc, JobKey, JobTable, TableStats, CPU_MISSING, FAILED, LIMITED, NONE};
+use crate::parse::{parse_chunk, Batch, Row, BAD_EXAMPLES};
+use crate::strings::{LocalStrings, Strings, Translate};
 use crate::tally::{Counts, Tally};
-
-/// Examples of bad lines kept for the report.
-const BAD_EXAMPLES: usize = 5;
 
 /// A cell: the finest set of jobs the analysis tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,185 +34,42 @@ pub struct CellKey {
     pub source: u8,
 }
 
-/// [`CellKey::unit`] of a record's unit.
-pub fn unit_code(u: Option<Unit>) -> u8 {
-    match u {
-        None => 0,
-        Some(Unit::Job) => 1,
-        Some(Unit::Host) => 2,
-        Some(Unit::HostPeriod) => 3,
-    }
+/// The most clusters (names) whose records are kept: the lines of
+/// others are left out and counted.
+pub const MAX_CLUSTERS: usize = 10_000;
+
+/// The most cells (experiment, unit, group, hardware key, arm, arm
+/// source) with figures of their own: each some 150 bytes, and its
+/// histogram up to 2 KB. The lines of cells beyond are left out (their
+/// jobs with them) and counted.
+pub const MAX_CELLS: usize = 50_000;
+
+/// The most hosts with figures of their own (the host checks, balance by
+/// host, per-host designs). The lines of others still count in per-job
+/// comparisons, not in those.
+pub const MAX_HOSTS: usize = 100_000;
+
+/// The most entries in each table of figures per host (per host and
+/// cell: locality, wall time; per host, experiment and arm; per day; per
+/// host and period of per-host designs): some 30 to 60 bytes each. What
+/// does not fit is counted and left out of those figures.
+pub const MAX_HOST_FIGURES: usize = 500_000;
+
+/// The most configured arms (`arms`) counted per experiment and in all.
+pub const MAX_ARMS_SPECS: usize = 1_000;
+
+/// [`Collector::kinds`]: the string names a cluster of the records.
+const IS_CLUSTER: u8 = 1;
+/// The string names a host with figures of its own.
+const IS_HOST: u8 = 2;
+
+/// Whether string `g` is of `kind` ([`Collector::kinds`]).
+fn is(kinds: &[u8], g: u32, kind: u8) -> bool {
+    kinds.get(g as usize).is_some_and(|k| k & kind != 0)
 }
 
-/// [`CellKey::source`] of a record's arm source: 0 for every arm drawn at
-/// random (an experiment's, a policy's decided mode and its holdout, which
-/// the records name experiment `holdout.CLASS`), the rest apart.
-pub fn source_code(s: ArmSource) -> u8 {
-    match s {
-        ArmSource::Assigned | ArmSource::Decided | ArmSource::Holdout => 0,
-        ArmSource::Chosen => 1,
-        ArmSource::Default => 2,
-        ArmSource::Guarded => 3,
-    }
-}
-
-/// Strings by id.
-#[derive(Debug, Default)]
-pub struct Strings {
-    ids: HashMap<Box<str>, u32>,
-    pub names: Vec<String>,
-}
-
-impl Strings {
-    /// The id of `s`, new if unseen.
-    pub fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.ids.insert(s.into(), i);
-        self.names.push(s.to_string());
-        i
-    }
-    /// The id of `s` if seen.
-    pub fn get(&self, s: &str) -> Option<u32> {
-        self.ids.get(s).copied()
-    }
-    /// The string of `id` (`(none)` for [`NONE`]).
-    pub fn name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map_or("(none)", String::as_str)
-    }
-}
-
-/// One record line, compact; strings are the worker's ids.
-#[derive(Debug, Clone, Copy)]
-struct Row {
-    cluster: u32,
-    job: u64,
-    host: u32,
-    group: u32,
-    hw: u32,
-    arm: u32,
-    experiment: u32,
-    arms: u32,
-    unit: u8,
-    source: u8,
-    is_extern: bool,
-    failed: bool,
-    period: u64,
-    start: f64,
-    end: f64,
-    cpu: f64,
-    locality: f64,
-}
-
-/// What a worker made of one chunk.
-struct Batch {
-    seq: u64,
-    worker: usize,
-    source: usize,
-    counts: Counts,
-    bad: Vec<(u64, String)>,
-    rows: Vec<Row>,
-    new_strings: Vec<String>,
-}
-
-/// A worker's string table.
-#[derive(Default)]
-struct LocalStrings {
-    ids: FastMap<Box<str>, u32>,
-    fresh: Vec<String>,
-}
-
-impl LocalStrings {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.ids.len() as u32;
-        self.ids.insert(s.into(), i);
-        self.fresh.push(s.to_string());
-        i
-    }
-}
-
-fn parse_chunk(c: Chunk, worker: usize, by: &[&str], strings: &mut LocalStrings, pool: &input::Pool) -> Batch {
-    let mut counts = Counts { too_long: c.too_long, ..Counts::default() };
-    let mut rows = Vec::with_capacity(c.data.len() / 600 + 1);
-    let mut bad = Vec::new();
-    for (n, raw) in c.data.split(|&b| b == b'\n').enumerate() {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        counts.lines += 1;
-        if raw.len() > MAX_LINE {
-            counts.too_long += 1;
-            continue;
-        }
-        let l = match line::parse(raw, by) {
-            Parsed::Record(l) => l,
-            Parsed::Other => {
-                counts.other_schema += 1;
-                continue;
-            }
-            Parsed::Bad(why) => {
-                counts.bad += 1;
-                if bad.len() < BAD_EXAMPLES {
-                    bad.push((n as u64, why));
-                }
-                continue;
-            }
-        };
-        let times_ok = l.start_unix.is_finite() && l.end_unix.is_finite() && l.end_unix >= l.start_unix;
-        if !times_ok || l.wall_s.is_nan() || l.wall_s < 0.0 || !l.wall_s.is_finite() {
-            counts.bad += 1;
-            if bad.len() < BAD_EXAMPLES {
-                bad.push((
-                    n as u64,
-                    format!("times out of order or not finite (start {}, end {})", l.start_unix, l.end_unix),
-                ));
-            }
-            continue;
-        }
-        counts.records += 1;
-        let cpu = match (l.cpu_user_s, l.cpu_system_s) {
-            (Some(u), Some(s)) if u >= 0.0 && s >= 0.0 => u + s,
-            _ => f64::NAN,
-        };
-        let Some(src) = l.arm_source else { continue };
-        rows.push(Row {
-            cluster: strings.id(&l.cluster),
-            job: JobKey::new(0, &l.job).job,
-            host: strings.id(&l.host),
-            group: l.by.as_deref().map_or(NONE, |g| strings.id(g)),
-            hw: strings.id(&l.hardware_key),
-            arm: strings.id(&l.arm),
-            experiment: l.experiment.as_deref().map_or(NONE, |e| strings.id(e)),
-            arms: l.arms.as_deref().map_or(NONE, |a| strings.id(a)),
-            unit: unit_code(l.unit),
-            source: source_code(src),
-            is_extern: l.step == "extern",
-            failed: l.exit_status.is_some_and(|s| s != 0) || l.exit_signal.is_some(),
-            period: l.period.unwrap_or(u64::MAX),
-            start: l.start_unix,
-            end: l.end_unix,
-            cpu,
-            locality: l.locality.filter(|x| x.is_finite()).unwrap_or(f64::NAN),
-        });
-    }
-    let b = Batch {
-        seq: c.seq,
-        worker,
-        source: c.source,
-        counts,
-        bad,
-        rows,
-        new_strings: std::mem::take(&mut strings.fresh),
-    };
-    pool.give(c.data);
-    b
-}
+/// `JobAcc::cell` of a line of a cell beyond [`MAX_CELLS`].
+pub const LIMITED_CELL: u32 = u32::MAX - 1;
 
 /// Everything read so far, before jobs are turned into outcomes.
 pub struct Collector {
@@ -231,8 +84,17 @@ pub struct Collector {
     pub locality: FastMap<(u32, u32), (u64, f64, f64)>,
     /// Record lines per (experiment, arms as configured).
     pub arms_specs: BTreeMap<(u32, u32), u64>,
-    /// Cluster ids seen in records.
+    /// Cluster ids seen in records, in order.
     pub clusters: Vec<u32>,
+    /// Per string id: [`IS_CLUSTER`], [`IS_HOST`] (a host with figures of
+    /// its own).
+    kinds: Vec<u8>,
+    /// Hosts with figures of their own.
+    hosts: usize,
+    /// Each parsing thread's ids.
+    translate: Vec<Translate>,
+    /// sacct rows of clusters no record names.
+    sacct_foreign: u64,
     /// Earliest start and latest end of the records.
     pub span: (f64, f64),
     pub warnings: Vec<String>,
@@ -254,6 +116,10 @@ impl Collector {
             locality: FastMap::default(),
             arms_specs: BTreeMap::new(),
             clusters: Vec::new(),
+            kinds: Vec::new(),
+            hosts: 0,
+            translate: Vec::new(),
+            sacct_foreign: 0,
             span: (f64::INFINITY, f64::NEG_INFINITY),
             warnings: Vec::new(),
             bytes: 0,
@@ -261,21 +127,10 @@ impl Collector {
         }
     }
 
-    /// The id of cell `k`.
-    pub fn cell(&mut self, k: CellKey) -> u32 {
-        if let Some(&i) = self.cell_ids.get(&k) {
-            return i;
-        }
-        let i = self.cells.len() as u32;
-        self.cells.push(k);
-        self.cell_ids.insert(k, i);
-        i
-    }
-
     /// Reads every line of `sources` with `threads` parsing threads,
     /// grouping by the field `by` (split at its dots).
     pub fn read(&mut self, sources: &[Source], by: &[String], threads: usize) -> std::io::Result<()> {
-        let threads = threads.max(1);
+        let threads = threads.clamp(1, crate::MAX_THREADS);
         let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(threads * 2);
         let chunk_rx = Arc::new(Mutex::new(chunk_rx));
         let (batch_tx, batch_rx) = sync_channel::<Batch>(threads * 2);
@@ -316,50 +171,157 @@ impl Collector {
     fn fold(&mut self, rx: &Receiver<Batch>, threads: usize, sources: &[Source]) -> std::io::Result<()> {
         let mut pending: BTreeMap<u64, Batch> = BTreeMap::new();
         let mut next = 0;
-        let mut translate: Vec<Vec<u32>> = vec![Vec::new(); threads];
-        let mut line_at: Vec<u64> = vec![0; sources.len()];
+        self.translate = (0..threads).map(|_| Translate::default()).collect();
         for b in rx {
             pending.insert(b.seq, b);
             while let Some(b) = pending.remove(&next) {
                 next += 1;
-                let t = &mut translate[b.worker];
-                for s in &b.new_strings {
-                    t.push(self.strings.id(s));
+                let t = &mut self.translate[b.worker];
+                if b.reset {
+                    t.reset();
                 }
+                b.new_strings.iter().for_each(|s| t.push(s));
                 for (n, why) in &b.bad {
                     if self.bad_examples.len() < BAD_EXAMPLES {
                         let name = sources.get(b.source).map(Source::name).unwrap_or_default();
-                        self.bad_examples.push(format!("{name}: line {}: {why}", line_at[b.source] + n + 1));
+                        self.bad_examples.push(format!("{name}: line {}: {why}", b.first_line + n + 1));
                     }
                 }
-                line_at[b.source] += b.counts.lines;
                 self.counts.add(&b.counts);
-                let t = std::mem::take(&mut translate[b.worker]);
                 for r in &b.rows {
-                    self.row(r, &t)?;
+                    self.row(r, b.worker)?;
                 }
-                translate[b.worker] = t;
             }
         }
         Ok(())
     }
 
-    fn row(&mut self, r: &Row, t: &[u32]) -> std::io::Result<()> {
-        let g = |i: u32| if i == NONE { NONE } else { t[i as usize] };
-        let cluster = g(r.cluster);
-        if !self.clusters.contains(&cluster) {
-            self.clusters.push(cluster);
+    /// The report's id of cluster `local` (thread `w`'s id), `None` beyond
+    /// [`MAX_CLUSTERS`].
+    fn cluster_id(&mut self, w: usize, local: u32) -> Option<u32> {
+        let t = &mut self.translate[w];
+        if let Some(g) = t.get(&self.strings, local).filter(|&g| is(&self.kinds, g, IS_CLUSTER)) {
+            return Some(g);
         }
+        if self.clusters.len() >= MAX_CLUSTERS {
+            return None;
+        }
+        let g = t.intern(&mut self.strings, local);
+        self.mark(g, IS_CLUSTER);
+        self.clusters.push(g);
+        Some(g)
+    }
+
+    fn mark(&mut self, g: u32, kind: u8) {
+        if self.kinds.len() <= g as usize {
+            self.kinds.resize(g as usize + 1, 0);
+        }
+        self.kinds[g as usize] |= kind;
+    }
+
+    /// The report's id of host `local`, [`NONE`] beyond [`MAX_HOSTS`].
+    fn host_id(&mut self, w: usize, local: u32) -> u32 {
+        let t = &mut self.translate[w];
+        if let Some(g) = t.get(&self.strings, local).filter(|&g| is(&self.kinds, g, IS_HOST)) {
+            return g;
+        }
+        if self.hosts >= MAX_HOSTS {
+            return NONE;
+        }
+        let g = t.intern(&mut self.strings, local);
+        self.mark(g, IS_HOST);
+        self.hosts += 1;
+        g
+    }
+
+    /// The cell of row `r`, new if there is room; `None` beyond
+    /// [`MAX_CELLS`] (its strings then not taken).
+    fn cell_id(&mut self, w: usize, r: &Row) -> Option<u32> {
+        let t = &mut self.translate[w];
+        let parts = [r.experiment, r.group, r.hw, r.arm];
+        let mut ids = [NONE; 4];
+        let mut known = true;
+        for (id, &local) in ids.iter_mut().zip(&parts) {
+            if local != NONE {
+                match t.get(&self.strings, local) {
+                    Some(g) => *id = g,
+                    None => known = false,
+                }
+            }
+        }
+        let key = |ids: [u32; 4]| CellKey {
+            experiment: ids[0],
+            unit: r.unit,
+            group: ids[1],
+            hw: ids[2],
+            arm: ids[3],
+            source: r.source,
+        };
+        if known {
+            if let Some(&c) = self.cell_ids.get(&key(ids)) {
+                return Some(c);
+            }
+        }
+        if self.cells.len() >= MAX_CELLS {
+            return None;
+        }
+        for (id, &local) in ids.iter_mut().zip(&parts) {
+            if local != NONE {
+                *id = t.intern(&mut self.strings, local);
+            }
+        }
+        let k = key(ids);
+        let c = self.cells.len() as u32;
+        self.cells.push(k);
+        self.cell_ids.insert(k, c);
+        Some(c)
+    }
+
+    /// Counts a line of (experiment, arms as configured), within
+    /// [`MAX_ARMS_SPECS`].
+    fn arms_spec(&mut self, w: usize, experiment: u32, local: u32) {
+        let t = &mut self.translate[w];
+        let room = self.arms_specs.len() < MAX_ARMS_SPECS;
+        let arms = match local {
+            NONE => Some(NONE),
+            l => t.get(&self.strings, l).or_else(|| room.then(|| t.intern(&mut self.strings, l))),
+        };
+        if let Some(a) = arms {
+            if room || self.arms_specs.contains_key(&(experiment, a)) {
+                *self.arms_specs.entry((experiment, a)).or_default() += 1;
+            }
+        }
+    }
+
+    fn row(&mut self, r: &Row, w: usize) -> std::io::Result<()> {
+        let Some(cluster) = self.cluster_id(w, r.cluster) else {
+            self.counts.limited_lines += 1;
+            return Ok(());
+        };
         self.span = (self.span.0.min(r.start), self.span.1.max(r.end));
-        let (host, experiment) = (g(r.host), g(r.experiment));
-        let key = CellKey { experiment, unit: r.unit, group: g(r.group), hw: g(r.hw), arm: g(r.arm), source: r.source };
-        let cell = self.cell(key);
-        *self.arms_specs.entry((experiment, g(r.arms))).or_default() += 1;
-        if r.locality.is_finite() {
-            let e = self.locality.entry((host, cell)).or_default();
-            e.0 += 1;
-            e.1 += r.locality;
-            e.2 += r.locality * r.locality;
+        let job = JobKey { cluster, job: r.job };
+        let Some(cell) = self.cell_id(w, r) else {
+            // left out, and its job with it (whose other lines may fit)
+            self.counts.limited_lines += 1;
+            let acc = JobAcc { cell: LIMITED_CELL, lines: 1, flags: LIMITED, ..JobAcc::EMPTY };
+            return if r.is_extern { Ok(()) } else { self.jobs.add(job, &acc) };
+        };
+        let host = self.host_id(w, r.host);
+        let experiment = self.cells[cell as usize].experiment;
+        self.arms_spec(w, experiment, r.arms);
+        let mut unscored = host == NONE;
+        if r.locality.is_finite() && host != NONE {
+            let room = self.locality.len() < MAX_HOST_FIGURES;
+            match self.locality.get_mut(&(host, cell)) {
+                Some(e) => *e = (e.0 + 1, e.1 + r.locality, e.2 + r.locality * r.locality),
+                None if room => {
+                    self.locality.insert((host, cell), (1, r.locality, r.locality * r.locality));
+                }
+                None => unscored = true,
+            }
+        }
+        if unscored {
+            self.counts.unscored_lines += 1;
         }
         if r.is_extern {
             self.counts.extern_lines += 1;
@@ -377,13 +339,20 @@ impl Collector {
         };
         let acc =
             JobAcc { start: r.start, end: r.end, cpu, period: r.period, cell, host, lines: 1, flags, ..JobAcc::EMPTY };
-        self.jobs.add(JobKey { cluster, job: r.job }, &acc)
+        self.jobs.add(job, &acc)
     }
 
     /// Folds a sacct row for job `id` of `cluster` in.
+    /// A row of a cluster no record names joins nothing: counted as a row
+    /// without records, its name not kept.
     pub fn sacct_row(&mut self, cluster: &str, id: &str, acc: &JobAcc) -> std::io::Result<()> {
-        let cluster = self.strings.id(cluster);
-        self.jobs.add(JobKey::new(cluster, id), acc)
+        match self.strings.get(cluster).filter(|&c| is(&self.kinds, c, IS_CLUSTER)) {
+            Some(cluster) => self.jobs.add(JobKey::new(cluster, id), acc),
+            None => {
+                self.sacct_foreign += 1;
+                Ok(())
+            }
+        }
     }
 
     /// Turns every job into its outcome (`outcome_from_sacct`: sacct's
@@ -398,7 +367,8 @@ impl Collector {
         tally.cluster_names = cluster_names;
         let cells = self.cells;
         let stats: TableStats = self.jobs.finish(|k, a| tally.job(k, &a, &cells))?;
-        let counts = tally.counts;
+        let mut counts = tally.counts;
+        counts.sacct_only += self.sacct_foreign;
         tally.counts = self.counts;
         tally.counts.add_jobs(&counts);
         let rest = Finished {

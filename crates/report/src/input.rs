@@ -26,14 +26,18 @@ pub enum Source {
     Stdin,
     /// A regular file.
     File(PathBuf),
+    /// Something below a folder that could not be looked at (a subfolder
+    /// without read permission): skipped, said where it stands among the
+    /// inputs, as [`ReadStats::warnings`].
+    Skipped(PathBuf, String),
 }
 
 impl Source {
-    /// The input as messages name it.
+    /// The input as messages name it (one line: [`numakit::text::path`]).
     pub fn name(&self) -> String {
         match self {
             Source::Stdin => "standard input".to_string(),
-            Source::File(p) => p.display().to_string(),
+            Source::File(p) | Source::Skipped(p, _) => numakit::text::path(p),
         }
     }
 }
@@ -41,7 +45,9 @@ impl Source {
 /// The inputs the command line names: `-` is standard input, a folder
 /// every `*.jsonl` and `*.jsonl.gz` file below it (sorted, symbolic links
 /// to folders not followed), a file itself (whatever its name). An error
-/// names the path as given.
+/// with a path given names it as given; a subfolder (or an entry) below
+/// one that cannot be read is a [`Source::Skipped`] naming it, and the
+/// rest is read.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
     let mut out = Vec::new();
     if paths.is_empty() {
@@ -54,7 +60,8 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
         }
         let meta = std::fs::metadata(p).map_err(|e| format!("{}: {}", p.display(), io_text(&e)))?;
         if meta.is_dir() {
-            walk(p, &mut out).map_err(|e| format!("{}: {}", p.display(), io_text(&e)))?;
+            let entries = list(p).map_err(|e| format!("{}: {}", p.display(), io_text(&e)))?;
+            walk(entries, &mut out);
         } else if meta.is_file() {
             out.push(Source::File(p.clone()));
         } else {
@@ -64,14 +71,30 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, String> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<Source>) -> io::Result<()> {
+/// The entries of folder `dir`, sorted.
+fn list(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
+    Ok(entries)
+}
+
+/// The inputs among `entries` and below them; what cannot be looked at is
+/// a [`Source::Skipped`], and the walk goes on.
+fn walk(entries: Vec<PathBuf>, out: &mut Vec<Source>) {
     for p in entries {
-        let meta = std::fs::symlink_metadata(&p)?;
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) => {
+                out.push(Source::Skipped(p, io_text(&e)));
+                continue;
+            }
+        };
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if meta.is_dir() {
-            walk(&p, out)?;
+            match list(&p) {
+                Ok(below) => walk(below, out),
+                Err(e) => out.push(Source::Skipped(p, io_text(&e))),
+            }
         } else if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") {
             // a link to a regular file is read; anything else is skipped
             if std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
@@ -79,7 +102,6 @@ fn walk(dir: &Path, out: &mut Vec<Source>) -> io::Result<()> {
             }
         }
     }
-    Ok(())
 }
 
 /// An I/O error's text without Rust's " (os error N)".
@@ -98,6 +120,9 @@ pub struct Chunk {
     pub seq: u64,
     /// Index of the input in the list.
     pub source: usize,
+    /// The input's line (from 0) the chunk's first line is: lines skipped
+    /// as too long (and blank ones) are counted.
+    pub first_line: u64,
     /// Lines, each ending in `\n` (the input's last line may not).
     pub data: Vec<u8>,
     /// Lines skipped because they were longer than [`MAX_LINE`].
@@ -151,6 +176,10 @@ pub fn read_all(sources: &[Source], pool: &Pool, mut sink: impl FnMut(Chunk) -> 
         let opened: io::Result<Box<dyn Read>> = match src {
             Source::Stdin => Ok(Box::new(io::stdin())),
             Source::File(p) => File::open(p).map(|f| Box::new(f) as Box<dyn Read>),
+            Source::Skipped(_, why) => {
+                stats.warnings.push(format!("{}: {why} (skipped)", src.name()));
+                continue;
+            }
         };
         let raw = match opened {
             Ok(r) => r,
@@ -192,6 +221,7 @@ fn split(
     let mut buf = pool.take();
     let mut skipping = false; // inside a line longer than MAX_LINE
     let mut too_long = 0;
+    let mut line_no: u64 = 0; // the line the buffer's first byte is in
     let mut error = None;
     loop {
         // fill the buffer up to CHUNK_BYTES (read_to_end on a File writes
@@ -231,7 +261,9 @@ fn split(
                 next.extend_from_slice(&buf[c..]);
                 buf.truncate(c);
                 let data = std::mem::replace(&mut buf, next);
-                let chunk = Chunk { seq: *seq, source, data, too_long: std::mem::take(&mut too_long) };
+                let first_line = line_no;
+                line_no += data.iter().filter(|&&b| b == b'\n').count() as u64;
+                let chunk = Chunk { seq: *seq, source, first_line, data, too_long: std::mem::take(&mut too_long) };
                 *seq += 1;
                 if !sink(chunk) {
                     return (false, error);
@@ -241,6 +273,7 @@ fn split(
                 if buf.len() >= MAX_LINE {
                     // a full buffer without a newline: one line too long
                     too_long += 1;
+                    line_no += 1;
                     skipping = true;
                     buf.clear();
                 }
@@ -252,7 +285,7 @@ fn split(
     }
     pool.give(buf);
     if too_long > 0 {
-        let chunk = Chunk { seq: *seq, source, data: Vec::new(), too_long };
+        let chunk = Chunk { seq: *seq, source, first_line: line_no, data: Vec::new(), too_long };
         *seq += 1;
         if !sink(chunk) {
             return (false, error);

@@ -115,6 +115,9 @@ pub const SACCT: u8 = 32;
 /// sacct says it did not complete (a state other than COMPLETED, or a
 /// non-zero exit code).
 pub const SACCT_FAILED: u8 = 64;
+/// A line of it was left out at the report's memory limits (a cell
+/// beyond them): the job is left out.
+pub const LIMITED: u8 = 128;
 
 /// One job, as far as its lines (and sacct) have told.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,7 +183,7 @@ impl JobAcc {
             self.end = self.end.max(o.end);
             self.cpu += o.cpu;
             self.lines += o.lines;
-            self.flags |= o.flags & (FAILED | CPU_MISSING | INCONSISTENT | MULTI_HOST | PERIOD_MIXED);
+            self.flags |= o.flags & (FAILED | CPU_MISSING | INCONSISTENT | MULTI_HOST | PERIOD_MIXED | LIMITED);
         }
         if o.flags & SACCT != 0 {
             self.sacct_elapsed = o.sacct_elapsed;

@@ -5,8 +5,9 @@
 //!
 //! Layers, each a module: [`input`] finds and reads the inputs (files,
 //! folders, standard input; gzip by its magic) as chunks of lines; `line`
-//! reads one record without copying; `collect` runs the reading threads
-//! and folds records into the job table (`jobs`: a job's lines into one
+//! reads one record without copying; `parse` a chunk of lines into rows;
+//! `strings` the ids of their text; `collect` runs the reading threads
+//! and folds records, within its memory limits, into the job table (`jobs`: a job's lines into one
 //! outcome, in bounded memory, spilling to temporary files beyond a
 //! budget) and the per-line figures; `tally` turns jobs into outcomes and
 //! sums them; [`sacct`] joins Slurm's accounting; [`analysis`] computes
@@ -23,9 +24,11 @@ mod collect;
 pub mod input;
 mod jobs;
 mod line;
+mod parse;
 pub mod present;
 pub mod result;
 pub mod sacct;
+mod strings;
 pub mod synth;
 mod tally;
 
@@ -52,9 +55,10 @@ pub enum SacctFrom {
 /// How to read.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
-    /// Parsing threads.
+    /// Parsing threads (1 to [`MAX_THREADS`]; taken into that range).
     pub threads: usize,
-    /// Jobs held in memory before the job table spills to temporary files.
+    /// Jobs held in memory before the job table spills to temporary files
+    /// ([`MIN_JOB_BUDGET`] to [`MAX_JOB_BUDGET`]; taken into that range).
     pub job_budget: usize,
     /// Where temporary files go.
     pub tmp: PathBuf,
@@ -68,7 +72,7 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> ReadOptions {
         ReadOptions {
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS),
             job_budget: DEFAULT_JOB_BUDGET,
             tmp: std::env::temp_dir(),
             sacct: SacctFrom::None,
@@ -80,6 +84,22 @@ impl Default for ReadOptions {
 /// Jobs held in memory by default (about 80 bytes each with the table's
 /// overhead: some 150 MB).
 pub const DEFAULT_JOB_BUDGET: usize = 1_800_000;
+
+/// The fewest jobs the table holds before it spills.
+pub const MIN_JOB_BUDGET: usize = 1024;
+
+/// The most jobs the table may hold (some 8 GB).
+pub const MAX_JOB_BUDGET: usize = 100_000_000;
+
+/// The most parsing threads: each holds a few chunks of 4 MiB in flight.
+pub const MAX_THREADS: usize = 256;
+
+/// `--sacct-timeout`'s range.
+pub const MIN_SACCT_TIMEOUT: Duration = Duration::from_secs(1);
+/// See [`MIN_SACCT_TIMEOUT`].
+pub const MAX_SACCT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+pub use analysis::{MAX_WEIGHT, MIN_WEIGHT};
 
 /// A failure that stops the report, one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,17 +147,19 @@ pub fn by_fields() -> Vec<&'static str> {
 /// Reads `sources` (and sacct) and analyses them.
 pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result<Report, Error> {
     let by = check_by(&o.by).map_err(Error)?;
-    let mut c = collect::Collector::new(r.job_budget, r.tmp.clone());
-    c.read(sources, &by, r.threads)
+    let mut c = collect::Collector::new(r.job_budget.clamp(MIN_JOB_BUDGET, MAX_JOB_BUDGET), r.tmp.clone());
+    c.read(sources, &by, r.threads.clamp(1, MAX_THREADS))
         .map_err(|e| Error(format!("temporary files in {}: {}", r.tmp.display(), input::io_text(&e))))?;
     let clusters: Vec<String> = c.clusters.iter().map(|&i| c.strings.name(i).to_string()).collect();
     let default_cluster = (clusters.len() == 1).then(|| clusters[0].clone());
     let sacct = match &r.sacct {
         SacctFrom::None => None,
         SacctFrom::File(p) => {
-            let f = std::fs::File::open(p).map_err(|e| Error(format!("{}: {}", p.display(), input::io_text(&e))))?;
-            let rows = sacct::read(std::io::BufReader::new(f), &mut c, default_cluster.as_deref())
-                .map_err(|e| Error(format!("{}: {e}", p.display())))?;
+            // the one reader of files a user names: regular files only, bounded
+            let bytes =
+                numakit::files::read_bounded(p, sacct::MAX_FILE_BYTES, true).map_err(|e| Error(e.to_string()))?;
+            let rows = sacct::read(bytes.as_slice(), &mut c, default_cluster.as_deref())
+                .map_err(|e| Error(format!("{}: {e}", numakit::text::path(p))))?;
             Some((p.display().to_string(), rows))
         }
         SacctFrom::Run(program, timeout) => {
@@ -155,9 +177,10 @@ pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result
     let (mut tally, fin) = c
         .finish(r.outcome_from_sacct, read_sacct, names_for_tally)
         .map_err(|e| Error(format!("temporary files in {}: {}", r.tmp.display(), input::io_text(&e))))?;
-    let summary = sacct.map(|(source, rows)| result::SacctSummary {
+    let summary = sacct.map(|(source, (rows, missing_columns))| result::SacctSummary {
         source,
         rows,
+        missing_columns,
         wall: std::mem::take(&mut tally.agreement[0]),
         cpu: std::mem::take(&mut tally.agreement[1]),
         states: {
@@ -168,5 +191,6 @@ pub fn report(sources: &[input::Source], r: &ReadOptions, o: &Options) -> Result
             by.into_iter().map(|(s, n)| (s.to_string(), n)).collect()
         },
     });
-    Ok(analysis::analyse(&tally, &fin, o, sources.len() as u64, summary))
+    let inputs = sources.iter().filter(|s| !matches!(s, input::Source::Skipped(..))).count() as u64;
+    Ok(analysis::analyse(&tally, &fin, o, inputs, summary))
 }

@@ -75,6 +75,36 @@ pub struct InputSummary {
     pub last_end_unix: Option<f64>,
     /// How the job table was used (spills to temporary files).
     pub table: TableStats,
+    /// The memory limits the reading kept to (what went beyond them is
+    /// counted in `counts`: limited_lines, limited_jobs, unscored_lines,
+    /// unscored_jobs).
+    pub limits: Limits,
+}
+
+/// The most of each kind the report keeps figures for (bounded memory).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Limits {
+    /// Cluster names.
+    pub clusters: u64,
+    /// Cells (experiment, unit, group, hardware key, arm, arm source).
+    pub cells: u64,
+    /// Hosts with figures of their own.
+    pub hosts: u64,
+    /// Entries in each table of figures per host.
+    pub host_figures: u64,
+}
+
+impl Limits {
+    /// The limits in force.
+    pub fn now() -> Limits {
+        use crate::collect::{MAX_CELLS, MAX_CLUSTERS, MAX_HOSTS, MAX_HOST_FIGURES};
+        Limits {
+            clusters: MAX_CLUSTERS as u64,
+            cells: MAX_CELLS as u64,
+            hosts: MAX_HOSTS as u64,
+            host_figures: MAX_HOST_FIGURES as u64,
+        }
+    }
 }
 
 /// One experiment (or the records of no experiment).
@@ -193,6 +223,9 @@ pub struct Needed {
     pub total: u64,
     /// `total` less what there is (0 when enough).
     pub more: u64,
+    /// The search's cap was reached: more than `total` are needed (and
+    /// more than `more` more).
+    pub more_than: bool,
     /// "jobs", "hosts" or "hosts with both arms".
     pub unit: String,
 }
@@ -299,6 +332,10 @@ pub struct SacctSummary {
     pub source: String,
     /// sacct rows read: jobs, steps, bad.
     pub rows: [u64; 3],
+    /// Columns of the fields `--sacct` asks for that the file's header
+    /// lacks ("Cluster", "ElapsedRaw", "TotalCPU", "State", "ExitCode"):
+    /// their figures are unknown (a job without a State is not failed).
+    pub missing_columns: Vec<String>,
     /// Wall time: records' span against sacct's ElapsedRaw.
     pub wall: Agreement,
     /// CPU time: records' sum against sacct's TotalCPU.

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use crate::collect::CellKey;
 use crate::jobs::{
-    FastMap, JobAcc, JobKey, CPU_MISSING, FAILED, INCONSISTENT, MULTI_HOST, NONE, PERIOD_MIXED, SACCT, SACCT_FAILED,
+    FastMap, JobAcc, JobKey, CPU_MISSING, FAILED, INCONSISTENT, LIMITED, MULTI_HOST, NONE, PERIOD_MIXED, SACCT,
+    SACCT_FAILED,
 };
 
 /// Line and job counts: where every line and every job went.
@@ -51,6 +52,19 @@ pub struct Counts {
     pub sacct_only: u64,
     /// With outcomes from sacct: jobs without a usable sacct time.
     pub no_sacct_time: u64,
+    /// Record lines left out at the report's memory limits: of clusters
+    /// beyond the first 10,000, or of cells beyond the first 50,000.
+    pub limited_lines: u64,
+    /// Jobs left out because a line of theirs was (a cell beyond the
+    /// limit).
+    pub limited_jobs: u64,
+    /// Lines whose host-level figures were not kept (a host beyond the
+    /// first 100,000, or a table of figures per host full): in per-job
+    /// comparisons, not in the host checks.
+    pub unscored_lines: u64,
+    /// Jobs left out of the figures per host (host checks, balance per
+    /// host and day) or of a per-host design's hosts for the same reason.
+    pub unscored_jobs: u64,
 }
 
 impl Counts {
@@ -65,6 +79,8 @@ impl Counts {
         self.sacct_missing += o.sacct_missing;
         self.sacct_only += o.sacct_only;
         self.no_sacct_time += o.no_sacct_time;
+        self.limited_jobs += o.limited_jobs;
+        self.unscored_jobs += o.unscored_jobs;
     }
 
     /// Adds `o`'s line counts (the job counts are the tally's own).
@@ -75,6 +91,8 @@ impl Counts {
         self.bad += o.bad;
         self.too_long += o.too_long;
         self.extern_lines += o.extern_lines;
+        self.limited_lines += o.limited_lines;
+        self.unscored_lines += o.unscored_lines;
     }
 }
 
@@ -85,31 +103,57 @@ pub const HIST_STEP: f64 = 0.02;
 /// Number of bins (values beyond either end go to the end bins).
 pub const HIST_BINS: usize = 500;
 
-/// A histogram of log10 wall times.
+/// A histogram of log10 wall times: the bins that hold jobs, sorted (a
+/// few bytes per bin), until that takes more room than all the bins do.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LogHist(pub Vec<u32>);
+pub enum LogHist {
+    /// (bin, jobs), sorted by bin.
+    Sparse(Vec<(u16, u32)>),
+    /// Jobs per bin, [`HIST_BINS`] of them.
+    Dense(Vec<u32>),
+}
+
+/// Bins a sparse histogram holds before it turns dense (8 bytes each
+/// against 4 per bin dense: 1 KB, half the dense 2 KB).
+const SPARSE_MAX: usize = HIST_BINS / 4;
 
 impl LogHist {
     fn new() -> LogHist {
-        LogHist(Vec::new())
+        LogHist::Sparse(Vec::new())
     }
     fn add(&mut self, seconds: f64) {
-        if self.0.is_empty() {
-            self.0 = vec![0; HIST_BINS];
-        }
         let b = ((seconds.log10() - HIST_LOW) / HIST_STEP).floor();
         let b = if b.is_nan() { 0 } else { b.clamp(0.0, (HIST_BINS - 1) as f64) as usize };
-        self.0[b] = self.0[b].saturating_add(1);
+        match self {
+            LogHist::Dense(v) => v[b] = v[b].saturating_add(1),
+            LogHist::Sparse(v) => match v.binary_search_by_key(&(b as u16), |x| x.0) {
+                Ok(i) => v[i].1 = v[i].1.saturating_add(1),
+                Err(_) if v.len() >= SPARSE_MAX => {
+                    let mut d = vec![0u32; HIST_BINS];
+                    v.iter().for_each(|&(i, n)| d[i as usize] = n);
+                    d[b] = d[b].saturating_add(1);
+                    *self = LogHist::Dense(d);
+                }
+                Err(i) => v.insert(i, (b as u16, 1)),
+            },
+        }
+    }
+    /// (bin, jobs) of the bins that hold jobs, in order.
+    fn bins(&self) -> Box<dyn Iterator<Item = (usize, u32)> + '_> {
+        match self {
+            LogHist::Sparse(v) => Box::new(v.iter().map(|&(i, n)| (i as usize, n))),
+            LogHist::Dense(v) => Box::new(v.iter().copied().enumerate().filter(|x| x.1 > 0)),
+        }
     }
     /// The `q` quantile (0 to 1), seconds, at the middle of its bin.
     pub fn quantile(&self, q: f64) -> Option<f64> {
-        let total: u64 = self.0.iter().map(|&c| u64::from(c)).sum();
+        let total: u64 = self.bins().map(|(_, c)| u64::from(c)).sum();
         if total == 0 {
             return None;
         }
         let want = (q * total as f64).ceil().max(1.0) as u64;
         let mut seen = 0;
-        for (i, &c) in self.0.iter().enumerate() {
+        for (i, c) in self.bins() {
             seen += u64::from(c);
             if seen >= want {
                 return Some(10f64.powf(HIST_LOW + (i as f64 + 0.5) * HIST_STEP));
@@ -136,6 +180,30 @@ pub struct CellTally {
 
 /// A cluster of a per-host design: (cell, host, period or `u64::MAX`).
 pub type ClusterKey = (u32, u32, u64);
+
+/// A count and a mean: what the analysis of per-host designs needs of a
+/// cluster's log times.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Mean {
+    pub n: u64,
+    pub mean: f64,
+}
+
+impl Mean {
+    fn push(&mut self, x: f64) {
+        self.n += 1;
+        self.mean += (x - self.mean) / self.n as f64;
+    }
+}
+
+/// The entry of `k` in `m`, new if `m` holds fewer than `max`; `None` when
+/// it would not fit.
+fn slot<K: std::hash::Hash + Eq, V: Default>(m: &mut FastMap<K, V>, k: K, max: usize) -> Option<&mut V> {
+    if m.len() >= max && !m.contains_key(&k) {
+        return None;
+    }
+    Some(m.entry(k).or_default())
+}
 
 /// Agreement of the records with sacct, job by job.
 ///
@@ -203,7 +271,7 @@ pub struct Tally {
     /// By cell id.
     pub cells: Vec<CellTally>,
     /// Per-host designs: ln times per cluster, [wall, cpu].
-    pub clusters: FastMap<ClusterKey, [Moments; 2]>,
+    pub clusters: FastMap<ClusterKey, [Mean; 2]>,
     /// Jobs on one host: (host, cell) → (jobs, Σ ln wall).
     pub host_cells: FastMap<(u32, u32), (u64, f64)>,
     /// Assigned per-job arms: (experiment, host, arm) → jobs.
@@ -256,6 +324,10 @@ impl Tally {
         } else if self.sacct_read {
             self.counts.sacct_missing += 1;
         }
+        if a.flags & LIMITED != 0 {
+            self.counts.limited_jobs += 1;
+            return;
+        }
         if a.flags & INCONSISTENT != 0 {
             self.counts.inconsistent += 1;
             return;
@@ -285,29 +357,45 @@ impl Tally {
             c.cpu.push(lc);
         }
         let one_host = a.flags & MULTI_HOST == 0;
-        if one_host {
-            let e = self.host_cells.entry((a.host, a.cell)).or_default();
-            e.0 += 1;
-            e.1 += lw;
+        // figures per host, each table within MAX_HOST_FIGURES
+        let max = crate::collect::MAX_HOST_FIGURES;
+        let mut unscored = a.host == NONE;
+        if one_host && a.host != NONE {
+            match slot(&mut self.host_cells, (a.host, a.cell), max) {
+                Some(e) => *e = (e.0 + 1, e.1 + lw),
+                None => unscored = true,
+            }
         }
         if key.source == 0 {
             let day = (a.start / 86_400.0).floor() as i64;
-            *self.by_day.entry((key.experiment, key.unit, day, key.arm)).or_default() += 1;
-            if key.unit == 1 && one_host {
-                *self.by_host.entry((key.experiment, a.host, key.arm)).or_default() += 1;
+            match slot(&mut self.by_day, (key.experiment, key.unit, day, key.arm), max) {
+                Some(e) => *e += 1,
+                None => unscored = true,
+            }
+            if key.unit == 1 && one_host && a.host != NONE {
+                match slot(&mut self.by_host, (key.experiment, a.host, key.arm), max) {
+                    Some(e) => *e += 1,
+                    None => unscored = true,
+                }
             }
         }
         if key.unit >= 2 {
             let period = if key.unit == 3 { a.period } else { u64::MAX };
             if !one_host || (key.unit == 3 && a.flags & PERIOD_MIXED != 0) {
                 self.counts.spans_clusters += 1;
-                return;
+            } else if let Some(m) =
+                (a.host != NONE).then(|| slot(&mut self.clusters, (a.cell, a.host, period), max)).flatten()
+            {
+                m[0].push(lw);
+                if lc.is_finite() {
+                    m[1].push(lc);
+                }
+            } else {
+                unscored = true;
             }
-            let m = self.clusters.entry((a.cell, a.host, period)).or_default();
-            m[0].push(lw);
-            if lc.is_finite() {
-                m[1].push(lc);
-            }
+        }
+        if unscored {
+            self.counts.unscored_jobs += 1;
         }
     }
 }

@@ -269,7 +269,7 @@ pub fn finish(spank: SpankHandle, dir: Option<&Path>, numa: Option<Numa>, site: 
     // The cgroup now if it is still there, else its reading at the last task's end.
     let usage = s.cgroup.as_ref().and_then(|d| CgroupUsage::read(&SysRoot::live(), d).ok().flatten()).or(s.usage);
     let cpu = match usage.and_then(|u| u.cpu) {
-        Some(c) => Some((c.user_usec as f64 * 1e-6, c.system_usec as f64 * 1e-6, "cpu.stat")),
+        Some(c) => Some((c.user_usec as f64 * 1e-6, c.system_usec as f64 * 1e-6, c.source)),
         None => {
             let (u, sy) = children_cpu();
             Some(((u - s.rusage_start.0).max(0.0), (sy - s.rusage_start.1).max(0.0), "rusage"))

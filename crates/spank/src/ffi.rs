@@ -1,5 +1,8 @@
 //! The part of Slurm's `slurm/spank.h` (22.05) the plugin uses, written by hand,
-//! and safe wrappers around it.
+//! and safe wrappers around it. `spank_h_tests.rs` (a unit test) compares it with
+//! the header of every supported Slurm release (Debian's 22.05 and the
+//! source tarballs of 23.11 to 26.05): the enums' values, the option
+//! structure and the functions' prototypes.
 //!
 //! The functions live in the process that loads the plugin (srun, sbatch,
 //! salloc, slurmd, slurmstepd: all link libslurm). They are looked up with
@@ -192,7 +195,12 @@ pub fn log(level: Level, msg: &str) -> bool {
 pub fn context() -> Context {
     let Some(f) = api().context else { return Context::Error };
     // SAFETY: no arguments; Slurm answers from its own state.
-    match unsafe { f() } {
+    context_of(unsafe { f() })
+}
+
+/// A value of `enum spank_context` (its order in spank.h).
+pub fn context_of(value: c_int) -> Context {
+    match value {
         1 => Context::Local,
         2 => Context::Remote,
         3 => Context::Allocator,

@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use numakit::act;
 use numakit::batch::ledger::Ledger;
 use numakit::batch::mode::MODE_NAMES;
-use numakit::batch::{self, JobMode, JobStep, Placed, Site, TaskInfo};
+use numakit::batch::{self, JobError, JobMode, JobStep, Placed, Site, TaskInfo};
 use numakit::experiment::policy::assign::Files;
 use numakit::experiment::{Design, Numa};
 use numakit::place::MemMode;
@@ -256,6 +256,11 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     let (mode, asked) = crate::experiment::mode().unwrap_or_else(mode);
     let ids = Ids::of(spank);
     let who = ids.label();
+    if ids.task == 0 {
+        if let Some(why) = report_unwritable(&ids) {
+            ffi::log(Level::User, &format!("numakit: slurm job {}: {why}", ids.step()));
+        }
+    }
     let cpus = ffi::get_u32(spank, Item::StepCpusPerTask).unwrap_or(1).max(1);
     let tasks_here = ffi::get_u32(spank, Item::JobLocalTaskCount).unwrap_or(1);
     // The step's memory on this node (S_STEP_ALLOC_MEM, MiB; 0 where Slurm
@@ -293,6 +298,9 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
         }
         Err(e) => {
             error(&format!("{who}: {e}"));
+            if matches!(e, JobError::Request(_)) {
+                end_task();
+            }
             return Err(());
         }
     };
@@ -316,6 +324,21 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
         }
     }
     Ok(())
+}
+
+/// Ends the task being started (this process, forked by slurmstepd, just
+/// before it would exec the job's program) with status 1: what Slurm does
+/// itself when a `required` plugin's `task_init` fails ("Failed to invoke
+/// spank plugin stack"). Slurm ignores a failing hook of an `optional`
+/// plugin and would run the task unplaced; a request the job made that
+/// this host cannot satisfy (`--numa=nodes:5` without node 5) fails the
+/// step under either instead. The line saying why is in the task's output
+/// already.
+fn end_task() -> ! {
+    // SAFETY: _exit ends this process at once, running no handler of
+    // slurmstepd's (the task is slurmstepd's forked child, as Slurm's own
+    // `_exit(1)` there).
+    unsafe { libc::_exit(1) }
 }
 
 /// The calling task's CPUs now, as a list.
@@ -350,6 +373,30 @@ pub fn task_exit(spank: SpankHandle) -> Result<(), ()> {
     }
     ffi::log(Level::Debug, &format!("numakit: {} exited (status {status:#x})", ids.label()));
     Ok(())
+}
+
+/// Why the report the job asked for (`--numa-report=FILE`) will not be
+/// written on this host, said in the job's own output by its first task
+/// here (the task's stderr, before its program starts); `None` when none
+/// was asked for or nothing stands in its way now. Runs in the task, as
+/// the job's user, in its working folder: FILE as the step's end will
+/// open it.
+fn report_unwritable(ids: &Ids) -> Option<String> {
+    let pattern = lock(&REPORT).as_ref()?.file.clone()?;
+    let sys = SysRoot::live();
+    let own = sys.read("proc/self/cgroup").ok().flatten().unwrap_or_default();
+    if crate::report::step_cgroup(&own, &step_name(ids)).is_none() {
+        return Some(
+            "no NUMA report (--numa-report): the step has no cgroup of its own here \
+             (ProctrackType=proctrack/cgroup or TaskPlugin=task/cgroup gives it one)"
+                .into(),
+        );
+    }
+    let host = numakit::sys::kernel::hostname(&sys).unwrap_or_default();
+    let name = crate::report::expand(&pattern, ids.job, &step_name(ids), &host);
+    crate::report::writable(std::path::Path::new(&name))
+        .err()
+        .map(|e| format!("no NUMA report: --numa-report {}: {e}", numakit::text::path(std::path::Path::new(&name))))
 }
 
 /// The step part of [`Ids::step`] (`0`, `batch`).

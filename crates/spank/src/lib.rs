@@ -41,6 +41,8 @@ mod ffi;
 mod hooks;
 mod report;
 mod shared;
+#[cfg(test)]
+mod spank_h_tests;
 mod version;
 
 use std::ffi::{c_char, c_int, CStr};

@@ -11,9 +11,6 @@
 //! A step without a cgroup of its own (proctrack/linuxproc on cgroup v1)
 //! gets no report, said once in the log.
 
-use std::fs::OpenOptions;
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -48,18 +45,26 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// `step_…` folder, or after the step's `user` folder where there is one
 /// (cgroup v2: the tasks are in `step_0/user/task_N`, slurmstepd itself in
 /// `step_0/slurm`, and its memory and CPUs are not the job's): the unified
-/// hierarchy's path, else the v1 memory hierarchy's. `None` when the
-/// process is in no folder of that step.
+/// hierarchy's path, else the v1 memory hierarchy's, else any other v1
+/// hierarchy's that names the step (cpuset, freezer, cpuacct: a step
+/// without a memory cgroup; the library reads each controller's files in
+/// its own hierarchy). `None` when the process is in no folder of that step.
 pub fn step_cgroup(cgroup_file: &str, step: &str) -> Option<String> {
     let folder = format!("/step_{step}");
-    let mut paths: Vec<(bool, &str)> = numakit::procs::cgroup::parse_lines(cgroup_file)
-        .filter_map(|l| {
-            let v2 = l.controllers.is_empty();
-            (v2 || l.has_controller("memory")).then_some((v2, l.path))
+    let mut paths: Vec<(u8, &str)> = numakit::procs::cgroup::parse_lines(cgroup_file)
+        .map(|l| {
+            let rank = if l.controllers.is_empty() {
+                0
+            } else if l.has_controller("memory") {
+                1
+            } else {
+                2
+            };
+            (rank, l.path)
         })
         .collect();
-    // The unified hierarchy first, where it names the step.
-    paths.sort_by_key(|(v2, _)| !v2);
+    // The unified hierarchy first, where it names the step, then memory.
+    paths.sort_by_key(|(rank, _)| *rank);
     paths.into_iter().find_map(|(_, path)| {
         let step = cut_after(path, &folder)?;
         let user = &path[step.len()..];
@@ -129,11 +134,16 @@ pub fn finish() -> Option<(JobReport, Option<Delta>)> {
     let end = JobReport::collect(&SysRoot::live(), &s.cgroup).ok();
     let last = lock(&s.last).take();
     let mut report = last.or_else(|| end.clone())?;
+    // The counters at the end where they can still be read; else (the
+    // cgroup gone, or on cgroup v1 its memory folder gone before the
+    // others) the last sample's.
+    let end = end.filter(|e| e.counters.memory_stat || !report.counters.memory_stat);
     let delta = match (&end, &s.start) {
         (Some(e), Some(start)) => {
             report.counters = e.counters.clone();
             Some(e.counters.delta(start))
         }
+        (None, Some(start)) if report.counters.memory_stat => Some(report.counters.delta(start)),
         _ => None,
     };
     Some((report, delta))
@@ -170,26 +180,53 @@ pub fn append_as(path: &Path, text: &str, uid: u32, gid: u32) -> std::io::Result
     // SAFETY: setfsuid/setfsgid change only this thread's file-system ids;
     // the previous ones are put back below whatever the open did.
     let (old_gid, old_uid) = unsafe { (libc::setfsgid(gid), libc::setfsuid(uid)) };
-    let opened = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path);
+    // The user's own path: opened as the user, by the rule of a folder
+    // others write (no link followed, no FIFO waited on: slurmstepd must
+    // not hang at the step's end on a name the user planted).
+    let folder = numakit::files::folder(path);
+    let name = path.file_name().unwrap_or_default();
+    let written = numakit::files::SharedDir::open(folder).and_then(|d| d.append_bytes(name, text.as_bytes()));
     // SAFETY: as above.
     unsafe {
         libc::setfsuid(old_uid as u32);
         libc::setfsgid(old_gid as u32);
     }
-    opened?.write_all(text.as_bytes())
+    written
 }
 
-/// Appends one line to the site's `DIR/numakit-steps.jsonl` (as root).
+/// Whether the calling process may append to `path` as [`append_as`]
+/// would: a writable file that is not a symbolic link, or a new name in a
+/// folder it may write (`access(2)` with the process's own ids; nothing is
+/// created).
+pub fn writable(path: &Path) -> std::io::Result<()> {
+    let can = |p: &Path, mode: libc::c_int| -> std::io::Result<()> {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: a NUL-terminated path; access only looks.
+        match unsafe { libc::access(c.as_ptr(), mode) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(std::io::Error::other("a symbolic link (the report is never written through one)"))
+        }
+        Ok(_) => can(path, libc::W_OK),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            can(parent, libc::W_OK | libc::X_OK)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Appends one line to the site's `DIR/numakit-steps.jsonl` (as root), as
+/// the outcome records are appended: whole, by the shared-folder rule
+/// ([`numakit::files::append_line`]), the folder made where missing.
 pub fn append_site(dir: &Path, line: &str) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
     let p = dir.join("numakit-steps.jsonl");
-    let mut f = OpenOptions::new().append(true).create(true).mode(0o644).custom_flags(libc::O_NOFOLLOW).open(&p)?;
-    f.write_all(format!("{line}\n").as_bytes())?;
+    numakit::files::append_line(&p, line)?;
     Ok(p)
 }
 
@@ -221,6 +258,10 @@ mod tests {
         // cgroup v1: the memory hierarchy's line; the unified one wins when it names the step.
         let v1 = "11:memory:/slurm/uid_0/job_5/step_2/task_0\n4:cpuset:/slurm/uid_0/job_5/step_2\n0::/user.slice\n";
         assert_eq!(step_cgroup(v1, "2").as_deref(), Some("/slurm/uid_0/job_5/step_2"));
+        // No memory cgroup (task/cgroup without ConstrainRAMSpace, or
+        // proctrack/cgroup alone): the cpuset's or the freezer's.
+        let freezer = "12:freezer:/slurm/uid_0/job_5/step_2\n11:memory:/system.slice/slurmd.service\n";
+        assert_eq!(step_cgroup(freezer, "2").as_deref(), Some("/slurm/uid_0/job_5/step_2"));
         assert_eq!(step_cgroup("0::/user.slice\n", "0"), None);
         assert_eq!(step_cgroup("garbage", "0"), None);
     }
@@ -241,6 +282,12 @@ mod tests {
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&p, &link).expect("symlink");
         assert!(append_as(&link, "three\n", 0, 0).is_err(), "a link at the end is refused");
+        // What the first task checks before the step runs, nothing created.
+        assert!(writable(&p).is_ok() && writable(&d.path().join("new.txt")).is_ok());
+        assert!(!d.path().join("new.txt").exists());
+        assert!(writable(&link).is_err_and(|e| e.to_string().contains("symbolic link")));
+        let missing = d.path().join("no/such/folder.txt");
+        assert_eq!(writable(&missing).map_err(|e| e.kind()), Err(std::io::ErrorKind::NotFound));
         if unsafe { libc::geteuid() } == 0 {
             // Nobody may not write into a folder only root may write.
             let e = append_as(&d.path().join("nobody.txt"), "x", 65534, 65534).expect_err("refused");

@@ -229,9 +229,12 @@ fn site_arguments_and_node_lists() {
     slurm
         .set_plugstack(&plugstack("required", "report={dir}/reports report_interval=1"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&slurm, &["srun", "--numa-report=numa-%j.txt", "/bin/true"]);
+    let out = run(&slurm, &["srun", "-n2", "--numa-report=numa-%j.txt", "/bin/true"]);
     assert!(out.success(), "{out:?}");
     assert!(slurm.log("slurmd").contains("no cgroup of the step's own: no NUMA report"), "{}", slurm.logs());
+    // ... and so does the job's own output, once (its first task here).
+    let said = "no NUMA report (--numa-report): the step has no cgroup of its own here";
+    assert_eq!(out.stderr.matches(said).count(), 1, "{out:?}");
     assert!(!slurm.dir().join("reports/numakit-steps.jsonl").exists());
     // slurmstepd writes it in its exit hook, which may come after srun returned.
     let file = slurm.dir().join("reports/numakit-outcomes.jsonl");
@@ -317,13 +320,33 @@ fn a_ledger_folder_not_as_documented_is_said_once_in_slurmds_log() {
     }
 }
 
-/// The installed Slurm's version, the last word of `slurmd -V` (Debian's
-/// says `slurm-wlm 22.05.8`, SchedMD's `slurm 22.05.8`).
+/// The site's report folder is written by root in slurmstepd: a user who
+/// planted FIFOs at its file names (where the wrappers let users write)
+/// must not hang the step's end. The step ends at once, and slurmd's log
+/// says why nothing was appended. (The step report's line needs a step
+/// cgroup, which this host's Slurm does not make: its file goes by the
+/// same rule, `numakit::files::append_line`.)
+#[test]
+fn fifos_in_the_report_folder_do_not_hang_the_steps_end() {
+    if !built_for_slurm("fifos_in_the_report_folder_do_not_hang_the_steps_end") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tmp");
+    for name in ["numakit-steps.jsonl", "numakit-outcomes.jsonl"] {
+        let c = std::ffi::CString::new(d.path().join(name).as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+    }
+    let slurm = start(plugstack("required", &format!("default=auto report={}", d.path().display())));
+    let out = run(&slurm, &["timeout", "60", "srun", "--numa-report=r.txt", "/bin/true"]);
+    assert!(out.success(), "the step ended: {out:?}\n{}", slurm.logs());
+    let log = slurm.log("slurmd");
+    assert!(log.contains("numakit-outcomes.jsonl: not a regular file (a FIFO or socket): not appended to"), "{log}");
+}
+
+/// The tested Slurm's version (the packages', or `NUMAKIT_SLURM_PREFIX`'s).
 fn running_slurm() -> String {
-    let out = std::process::Command::new("slurmd").arg("-V").output().expect("slurmd -V");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let version = text.split_whitespace().last().filter(|v| v.starts_with(|c: char| c.is_ascii_digit()));
-    version.unwrap_or_else(|| panic!("slurmd -V: {text:?}")).to_string()
+    numakit_testbed::slurm::install::version().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A copy of the plugin in `dir` whose `plugin_version` is `number`: the one
@@ -407,9 +430,12 @@ fn another_slurm_version_is_one_line_and_never_a_crash() {
     let out = run(&slurm, &["srun", "--numa=local", "/bin/true"]);
     assert!(out.status != 0 && out.stderr.contains("unrecognized option '--numa=local'"), "{out:?}");
 
-    // 22.05.2: the same minor release, which Slurm loads; the plugin's first
-    // line says what it was built for and what loaded it.
-    let micro = plugin_for(0x16_05_02, dir.path());
+    // Another micro release of the same major and minor (22.05.2 for
+    // 22.05.8), which Slurm loads; the plugin's first line says what it was
+    // built for and what loaded it.
+    let ours = numakit_spank::SLURM_VERSION_NUMBER;
+    let other_micro = (ours & !0xff) | if ours & 0xff == 2 { 3 } else { 2 };
+    let micro = plugin_for(other_micro, dir.path());
     slurm
         .set_plugstack(
             &plugstack("required", "").replace(&plugin().display().to_string(), &micro.display().to_string()),
@@ -417,11 +443,190 @@ fn another_slurm_version_is_one_line_and_never_a_crash() {
         .unwrap_or_else(|e| panic!("{e}"));
     let out = run(&slurm, &["srun", "--numa=local", "sh", "-c", SHOW]);
     assert_placed_as_told(&out, "local");
+    let built = format!("{}.{:02}.{}", other_micro >> 16, (other_micro >> 8) & 0xff, other_micro & 0xff);
     let said = format!(
-        "numakit: SPANK plugin {}, built for Slurm 22.05.2, in Slurm {}",
+        "numakit: SPANK plugin {}, built for Slurm {built}, in Slurm {}",
         env!("CARGO_PKG_VERSION"),
         running_slurm()
     );
     let log = slurm.log("slurmd");
     assert_eq!(log.lines().filter(|l| l.contains("] [2.0] ") && l.ends_with(&said)).count(), 1, "{said:?} in:\n{log}");
+}
+
+/// `--numa=nodes:LIST` that this host cannot give fails the step under
+/// `optional` as under `required` (Slurm itself would ignore a failing hook
+/// of an optional plugin and run the task unplaced): the plugin's one line
+/// in the job's output, the task ended with status 1 before its program ran.
+#[test]
+fn an_unsatisfiable_node_list_fails_the_step_under_optional_and_required() {
+    if !built_for_slurm("an_unsatisfiable_node_list_fails_the_step_under_optional_and_required") {
+        return;
+    }
+    let slurm = start(plugstack("optional", ""));
+    for kind in ["optional", "required"] {
+        slurm.set_plugstack(&plugstack(kind, "")).unwrap_or_else(|e| panic!("{e}"));
+        let args = ["srun", "--numa=nodes:7", "sh", "-c", "echo ran"];
+        assert_refused(&slurm, &args, "nodes:7", "node 7");
+        let out = run(&slurm, &args);
+        assert!(out.status == 1 && !out.stdout.contains("ran"), "{kind}: the program never ran: {out:?}");
+        eprintln!("{kind}: srun --numa=nodes:7 says:\n{}", out.stderr);
+        let file = format!("nodes7-{kind}.out");
+        let out = run(&slurm, &["sbatch", "--wait", "--numa=nodes:7", "-o", &file, "--wrap", "echo ran"]);
+        let written = std::fs::read_to_string(slurm.workdir().join(&file)).unwrap_or_default();
+        assert!(out.status != 0, "{kind}: sbatch --wait: {out:?}\n{written}");
+        let ours: Vec<&str> = written.lines().filter(|l| l.contains("numakit: ")).collect();
+        assert!(
+            ours.len() == 1 && ours[0].contains("nodes:7") && !written.contains("ran"),
+            "{kind}: the batch job's output: {written:?}"
+        );
+        eprintln!("{kind}: sbatch --numa=nodes:7's output:\n{written}");
+    }
+}
+
+/// The job ledger's entries, as file names.
+fn ledger_entries(slurm: &Slurm) -> Vec<String> {
+    let dir = slurm.dir().join("ledger");
+    let names = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    names.map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".json")).collect()
+}
+
+/// Waits (30 s at most) until `ready`; false when it never was.
+fn wait_until(mut ready: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready() {
+        if std::time::Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    true
+}
+
+/// The outcome records written so far (`report={dir}/reports`).
+fn outcome_records(slurm: &Slurm) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(slurm.dir().join("reports/numakit-outcomes.jsonl")).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+/// Nothing of the plugin's at error level in slurmd's log (and no panic).
+fn assert_no_plugin_error(slurm: &Slurm) {
+    let log = slurm.log("slurmd");
+    let bad: Vec<&str> = log.lines().filter(|l| l.contains("error: numakit") || l.contains("panicked")).collect();
+    assert!(bad.is_empty(), "the plugin's errors in slurmd's log: {bad:#?}");
+}
+
+/// `scancel` while a placed step runs: the task dies of Slurm's signal,
+/// slurmstepd still runs the plugin's task_exit and exit hooks (its ledger
+/// entry goes, the step's outcome record says the signal), nothing of the
+/// plugin's fails, and the next job is placed as usual.
+#[test]
+fn a_job_cancelled_mid_step_leaves_its_record_and_no_ledger_entry() {
+    if !built_for_slurm("a_job_cancelled_mid_step_leaves_its_record_and_no_ledger_entry") {
+        return;
+    }
+    let slurm = start(plugstack("required", "default=auto report={dir}/reports"));
+    let srun = slurm
+        .command("srun")
+        .args(["-J", "long", "--numa=auto", "sleep", "300"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("srun starts");
+    assert!(wait_until(|| !ledger_entries(&slurm).is_empty()), "the task was never placed\n{}", slurm.logs());
+    let job = run(&slurm, &["squeue", "-h", "-n", "long", "-o", "%i"]).stdout.trim().to_string();
+    let out = run(&slurm, &["scancel", &job]);
+    assert!(out.success() && !job.is_empty(), "scancel {job}: {out:?}");
+    let srun = srun.wait_with_output().expect("srun ends");
+    assert!(!srun.status.success(), "srun of a cancelled job: {srun:?}");
+    assert!(wait_until(|| !outcome_records(&slurm).is_empty()), "no outcome record\n{}", slurm.logs());
+    let records = outcome_records(&slurm);
+    let r = &records[0];
+    assert!(records.len() == 1 && r["job"].as_str() == Some(job.as_str()), "{records:#?}");
+    assert!(r["exit_signal"].as_i64().is_some_and(|s| s > 0) && r["exit_status"].is_null(), "killed: {r}");
+    assert!(wait_until(|| ledger_entries(&slurm).is_empty()), "left in the ledger: {:?}", ledger_entries(&slurm));
+    assert_no_plugin_error(&slurm);
+    let out = run(&slurm, &["srun", "--numa=auto", "sh", "-c", SHOW]);
+    assert_placed_as_told(&out, "auto");
+}
+
+/// slurmd stopped while a placed step runs (a node's slurmd restarted by
+/// its administrator): the step, which slurmstepd runs on its own, ends as
+/// it would have, with its output and outcome record; the plugin's exit
+/// hooks run without slurmd; slurmd started again loads the plugin and the
+/// next job is placed as usual.
+#[test]
+fn slurmd_stopped_mid_job_the_step_ends_as_it_would() {
+    if !built_for_slurm("slurmd_stopped_mid_job_the_step_ends_as_it_would") {
+        return;
+    }
+    let mut slurm = start(plugstack("required", "default=auto report={dir}/reports"));
+    let script = "while [ ! -e go ]; do sleep 0.1; done; echo placed=$NUMAKIT_NUMA_PLACED";
+    let srun = slurm
+        .command("srun")
+        .args(["--numa=auto", "sh", "-c", script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("srun starts");
+    assert!(wait_until(|| !ledger_entries(&slurm).is_empty()), "the task was never placed\n{}", slurm.logs());
+    let stopped = slurm.stop("slurmd").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(slurm.workdir().join("go"), "").expect("go");
+    let srun = srun.wait_with_output().expect("srun ends");
+    let stdout = String::from_utf8_lossy(&srun.stdout);
+    assert!(
+        srun.status.success() && stdout.starts_with("placed=cpus "),
+        "the step without slurmd ({stopped}): {srun:?}\n{}",
+        slurm.logs()
+    );
+    assert!(wait_until(|| !outcome_records(&slurm).is_empty()), "no outcome record\n{}", slurm.logs());
+    let r = &outcome_records(&slurm)[0];
+    assert!(r["exit_status"].as_i64() == Some(0) && r["exit_signal"].is_null(), "{r}");
+    assert!(wait_until(|| ledger_entries(&slurm).is_empty()), "left in the ledger: {:?}", ledger_entries(&slurm));
+    slurm.restart_slurmd(std::time::Duration::from_secs(60)).unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&slurm, &["srun", "--numa=auto", "sh", "-c", SHOW]);
+    assert_placed_as_told(&out, "auto");
+    assert_no_plugin_error(&slurm);
+    let starts =
+        slurm.log("slurmd").lines().filter(|l| l.contains("numakit: SPANK plugin") && !l.contains("] [")).count();
+    assert_eq!(starts, 2, "slurmd loaded the plugin at each start");
+}
+
+/// On a cgroup v1 host (EL8's default, and this machine's kind) with
+/// Slurm's cgroup plugins: the step's report names v1's
+/// `cpuset.effective_cpus` with the step's CPUs, and its outcome record has
+/// the cgroup's peak memory. (The reader's v1 cases: synthetic trees in
+/// the library's tests.)
+#[test]
+fn a_cgroup_v1_step_has_its_report_and_record() {
+    if !built_for_slurm("a_cgroup_v1_step_has_its_report_and_record") {
+        return;
+    }
+    if !Path::new("/sys/fs/cgroup/memory/tasks").exists() {
+        eprintln!("a_cgroup_v1_step_has_its_report_and_record: no cgroup v1 memory hierarchy on this host");
+        return;
+    }
+    let mut spec = SlurmSpec::default()
+        .task_plugin("task/cgroup")
+        .proctrack("proctrack/cgroup")
+        .plugstack(plugstack("required", "default=local report={dir}/reports report_interval=1"));
+    spec.cgroup_conf = Some("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n".into());
+    // (the later line wins over the harness's jobacct_gather/none)
+    spec.extra_conf.push("JobAcctGatherType=jobacct_gather/cgroup".into());
+    let slurm = Slurm::start(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let script = "head -c 50000000 /dev/zero | tail -c 1 > /dev/null; sleep 2; cat /proc/self/cgroup";
+    let out = run(&slurm, &["srun", "--mem=200M", "--numa-report=v1-%j.txt", "sh", "-c", script]);
+    eprintln!("{out:?}");
+    assert!(out.success(), "{out:?}\n{}", slurm.logs());
+    assert!(wait_until(|| !outcome_records(&slurm).is_empty()), "no outcome record\n{}", slurm.logs());
+    let r = &outcome_records(&slurm)[0];
+    eprintln!("record: {r}");
+    // slurmstepd's exit hook writes the record first, then the report.
+    let file = slurm.workdir().join("v1-1.txt");
+    wait_until(|| std::fs::read_to_string(&file).is_ok_and(|t| t.contains("locality")));
+    let report = std::fs::read_to_string(&file).unwrap_or_default();
+    eprintln!("report:\n{report}");
+    assert!(report.contains("cpuset.effective_cpus)"), "the CPUs from v1's file: {report}\n{}", slurm.logs());
+    assert!(report.contains("counters (memory.stat"), "v1's memory.stat, read: {report}");
+    assert!(r["peak_memory_bytes"].as_u64().is_some_and(|b| b > 0), "peak memory: {r}");
+    assert_eq!(r["cpu_source"].as_str(), Some("cpuacct"), "CPU time from the step's cpuacct cgroup: {r}");
 }

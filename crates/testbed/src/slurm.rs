@@ -27,12 +27,12 @@
 //! Needs root (slurmd starts tasks as the job's user) and the Debian packages
 //! `munge slurmctld slurmd slurm-client` (and `mariadb-server slurmdbd` for
 //! accounting): without them [`Slurm::start`] fails with a message saying so
-//! (`scripts/install-deps` installs them).
+//! (`scripts/install-deps` installs them). With `NUMAKIT_SLURM_PREFIX=DIR`
+//! ([`install::PREFIX_VAR`]) the Slurm programs are those installed under
+//! `DIR` instead (`scripts/test-slurm-matrix`: every supported release).
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::io::Write as _;
-use std::net::TcpListener;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::{slurmdbd, Error, Output};
+
+mod host;
+pub mod install;
+use host::{free_ports, host_name, kill_everything, make_temp_dir};
+use install::missing_error;
 
 /// How long a daemon may take to come up (and the compute host to be
 /// idle) before the start fails: a hang guard only, since a daemon that
@@ -145,24 +150,13 @@ pub struct Slurm {
     dbd_port: Option<u16>,
 }
 
-/// The first program of [`PROGRAMS`] not found in `PATH` (or `/usr/sbin`), with its package.
+/// The first program of [`PROGRAMS`] not found ([`install::search_path`]), with its package.
 pub fn missing_program() -> Option<(&'static str, &'static str)> {
-    missing_in(&search_path(), PROGRAMS)
-}
-
-/// `PATH`, `/usr/sbin` and `/usr/bin`.
-fn search_path() -> Vec<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")]).collect()
+    missing_in(&install::search_path(), PROGRAMS)
 }
 
 fn missing_in(dirs: &[PathBuf], programs: &[(&'static str, &'static str)]) -> Option<(&'static str, &'static str)> {
     programs.iter().copied().find(|(prog, _)| !dirs.iter().any(|d| d.join(prog).is_file()))
-}
-
-/// The error [`Slurm::start`] gives when a program is missing.
-fn missing_error(prog: &str, pkg: &str) -> Error {
-    Error::Slurm(format!("{prog} is not installed (Debian package {pkg}; scripts/install-deps installs it)"))
 }
 
 impl Slurm {
@@ -173,7 +167,7 @@ impl Slurm {
             return Err(missing_error(prog, pkg));
         }
         if spec.accounting {
-            if let Some((prog, pkg)) = missing_in(&search_path(), slurmdbd::PROGRAMS) {
+            if let Some((prog, pkg)) = missing_in(&install::search_path(), slurmdbd::PROGRAMS) {
                 return Err(missing_error(prog, pkg));
             }
         }
@@ -214,9 +208,10 @@ impl Slurm {
     }
 
     /// A command with `SLURM_CONF` set, the caller's `SLURM_*`/`SPANK_*` variables
-    /// removed, stdin empty, in [`Slurm::workdir`].
+    /// removed, stdin empty, in [`Slurm::workdir`]; the program is the tested
+    /// Slurm's ([`install::program`]) and `PATH` finds its programs first.
     pub fn command(&self, program: &str) -> Command {
-        let mut cmd = Command::new(program);
+        let mut cmd = install::command(program);
         for (key, _) in std::env::vars_os() {
             let k = key.to_string_lossy();
             if k.starts_with("SLURM_")
@@ -257,6 +252,43 @@ impl Slurm {
         fs::write(&path, text).map_err(|e| Error::Slurm(format!("{}: {e}", path.display())))
     }
 
+    /// Stops one daemon (`slurmd`, `slurmctld`) as its service would: SIGTERM,
+    /// waited for (SIGKILL after 10 s). Job steps' slurmstepds go on
+    /// without slurmd. Its exit status.
+    pub fn stop(&mut self, daemon: &str) -> Result<std::process::ExitStatus, Error> {
+        let i = self
+            .daemons
+            .iter()
+            .position(|(n, _)| *n == daemon)
+            .ok_or_else(|| Error::Slurm(format!("no {daemon} runs")))?;
+        let (_, mut child) = self.daemons.remove(i);
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Ok(status),
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(50)),
+                _ => {
+                    let _ = child.kill();
+                    return child.wait().map_err(|e| Error::Slurm(format!("{daemon}: {e}")));
+                }
+            }
+        }
+    }
+
+    /// Starts slurmd again after [`Slurm::stop`] and waits until slurmctld
+    /// sees the compute host answer (idle, or still running a job).
+    pub fn restart_slurmd(&mut self, timeout: Duration) -> Result<(), Error> {
+        let mut slurmd = install::command("slurmd");
+        slurmd.args(["-D", "-N", &self.node, "-f"]).arg(self.conf());
+        self.spawn("slurmd", slurmd)?;
+        self.wait_for(timeout, "the compute host to answer again", |s| {
+            let state = s.run("sinfo", ["-h", "-n", &s.node, "-o", "%T"]);
+            ["idle", "mixed", "allocated"].contains(&state.stdout.trim())
+        })
+    }
+
     /// One daemon's log (`munged`, `slurmctld`, `slurmd`; slurmstepd writes to slurmd's).
     pub fn log(&self, daemon: &str) -> String {
         fs::read_to_string(self.dir.join("log").join(format!("{daemon}.log"))).unwrap_or_default()
@@ -295,6 +327,8 @@ impl Slurm {
             self.dbd_port = Some(ports[2]);
         }
         let d = self.dir.display();
+        // sched/backfill: Slurm 23.11's sched/builtin leaves batch jobs
+        // pending (InvalidAccount) where there is no accounting.
         let mut conf = format!(
             "# generated by numakit-testbed for one test\n\
              ClusterName=nktest\n\
@@ -317,7 +351,7 @@ impl Slurm {
              SlurmdLogFile={d}/log/slurmd.log\n\
              SlurmctldDebug=info\n\
              SlurmdDebug=verbose\n\
-             SchedulerType=sched/builtin\n\
+             SchedulerType=sched/backfill\n\
              SelectType=select/cons_tres\n\
              SelectTypeParameters=CR_CPU_Memory\n\
              DefMemPerCPU=64\n\
@@ -380,10 +414,16 @@ impl Slurm {
             self.spawn("slurmdbd", slurmdbd::slurmdbd(&self.dir))?;
             self.wait_for(DAEMON_START, "slurmdbd", |_| slurmdbd::listening(port))?;
         }
-        let mut ctld = Command::new("slurmctld");
+        let mut ctld = install::command("slurmctld");
         ctld.args(["-D", "-i", "-f"]).arg(self.conf());
         self.spawn("slurmctld", ctld)?;
-        let mut slurmd = Command::new("slurmd");
+        // slurmd after the controller answers, as a site starts them (Slurm
+        // 26.05's slurmd started beside a controller still registering with
+        // slurmdbd sometimes exited with status 1, saying nothing).
+        self.wait_for(Duration::from_secs(30), "slurmctld to answer", |s| {
+            s.run("scontrol", ["ping"]).stdout.contains("UP")
+        })?;
+        let mut slurmd = install::command("slurmd");
         slurmd.args(["-D", "-N", &self.node, "-f"]).arg(self.conf());
         self.spawn("slurmd", slurmd)
     }
@@ -474,90 +514,10 @@ impl Drop for Slurm {
     }
 }
 
-/// Kills the daemons, every process whose working directory is in `dir`
-/// (slurmstepd, and tasks started from [`Slurm::workdir`]) and all their
-/// descendants, then reaps the daemons.
-fn kill_everything(dir: &Path, daemons: &mut [(&'static str, Child)]) {
-    for _round in 0..3 {
-        let mut doomed: BTreeSet<i32> = daemons.iter().map(|(_, c)| c.id() as i32).collect();
-        let procs = process_table();
-        for (pid, _, cwd) in &procs {
-            if cwd.as_deref().is_some_and(|c| c.starts_with(dir)) {
-                doomed.insert(*pid);
-            }
-        }
-        loop {
-            let before = doomed.len();
-            for (pid, ppid, _) in &procs {
-                if doomed.contains(ppid) {
-                    doomed.insert(*pid);
-                }
-            }
-            if doomed.len() == before {
-                break;
-            }
-        }
-        let me = std::process::id() as i32;
-        doomed.remove(&me);
-        for pid in &doomed {
-            // SAFETY: kill has no memory-safety preconditions; the pids are ours.
-            unsafe { libc::kill(*pid, libc::SIGKILL) };
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for (_, child) in daemons.iter_mut() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-/// (pid, parent pid, working directory) of every process that can be read.
-fn process_table() -> Vec<(i32, i32, Option<PathBuf>)> {
-    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else { continue };
-        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse::<i32>().ok()) else { continue };
-        out.push((pid, ppid, fs::read_link(e.path().join("cwd")).ok()));
-    }
-    out
-}
-
-fn make_temp_dir() -> Result<PathBuf, Error> {
-    let base = std::env::temp_dir();
-    for attempt in 0..100u32 {
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let dir = base.join(format!("nk-slurm-{}-{nanos:x}-{attempt}", std::process::id()));
-        match fs::create_dir(&dir) {
-            Ok(()) => {
-                // Slurm's daemons and munged check that their folders are not
-                // writable by others; the job's user must reach work/.
-                let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o755));
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(Error::Slurm(format!("cannot create a folder in {}: {e}", base.display()))),
-        }
-    }
-    Err(Error::Slurm(format!("cannot create a fresh folder in {}", base.display())))
-}
-
-fn host_name() -> Result<String, Error> {
-    let name = fs::read_to_string("/proc/sys/kernel/hostname")
-        .map_err(|e| Error::Slurm(format!("cannot read the host name: {e}")))?;
-    let name = name.trim();
-    // slurmd uses the short name.
-    Ok(name.split('.').next().unwrap_or(name).to_string())
-}
-
 /// The node line: what `slurmd -C` reports of this host (so slurmd finds the
 /// configuration matches it), named `node`, at 127.0.0.1.
 fn node_line(node: &str) -> Result<String, Error> {
-    let out = Command::new("slurmd")
+    let out = install::command("slurmd")
         .arg("-C")
         .stdin(Stdio::null())
         .output()
@@ -581,14 +541,6 @@ fn node_line(node: &str) -> Result<String, Error> {
     Ok(format!("NodeName={node} NodeAddr=127.0.0.1 {} State=UNKNOWN\n", hardware.join(" ")))
 }
 
-/// `n` TCP ports free on 127.0.0.1 (bound together, then released).
-fn free_ports(n: usize) -> Result<Vec<u16>, Error> {
-    let err = |e: std::io::Error| Error::Slurm(format!("cannot find a free port: {e}"));
-    let held: Vec<TcpListener> =
-        (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>().map_err(err)?;
-    held.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(err)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,10 +550,6 @@ mod tests {
         let empty = std::env::temp_dir().join(format!("nk-slurm-empty-{}", std::process::id()));
         assert_eq!(missing_in(std::slice::from_ref(&empty), PROGRAMS), Some(("munged", "munge")));
         assert_eq!(missing_in(&[empty], slurmdbd::PROGRAMS), Some(("mariadbd", "mariadb-server")));
-        let msg = missing_error("slurmd", "slurmd").to_string();
-        assert_eq!(
-            msg,
-            "test Slurm: slurmd is not installed (Debian package slurmd; scripts/install-deps installs it)"
-        );
+        // (the message itself: install.rs's tests)
     }
 }

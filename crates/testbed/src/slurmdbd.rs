@@ -89,7 +89,7 @@ pub fn configure(dir: &Path, port: u16) -> Result<(), Error> {
 /// slurmdbd's command (foreground), reaching the database in `dir`; it
 /// reads `slurmdbd.conf` beside the `slurm.conf` that `SLURM_CONF` names.
 pub fn slurmdbd(dir: &Path) -> Command {
-    let mut c = Command::new("slurmdbd");
+    let mut c = crate::slurm::install::command("slurmdbd");
     c.arg("-D").env("MYSQL_UNIX_PORT", dir.join("run/db.sock")).env("SLURM_CONF", dir.join("slurm.conf"));
     c
 }

@@ -68,11 +68,11 @@ pub struct ExporterArgs {
         value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_CGROUPS_LIMIT as u64),
     )]
     pub max_cgroups: usize,
-    /// Connections kept open at most; beyond, the least recently active one is closed.
     /// The job ledger, where the Slurm plugin and the job wrappers leave each job's experiment arm
     /// (the job families' experiment, arm and arm_source labels).
     #[arg(long, value_name = "DIR", default_value = numakit::batch::ledger::DEFAULT_DIR)]
     pub ledger: std::path::PathBuf,
+    /// Connections kept open at most; beyond, the least recently active one is closed.
     #[arg(
         long,
         value_name = "N",

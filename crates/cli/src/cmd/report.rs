@@ -7,6 +7,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use numakit::stats_math::Adjustment;
 use numakit_report::{self as report, present, Options, ReadOptions, SacctFrom};
@@ -58,7 +59,7 @@ pub struct ReportArgs {
     /// Join Slurm's accounting from saved `sacct --parsable2` output.
     #[arg(long, value_name = "FILE")]
     pub sacct_file: Option<PathBuf>,
-    /// Stop sacct after this long (90, 2m, 300s).
+    /// Stop sacct after this long (90, 2m, 300s; 1 s to 24 h).
     #[arg(long, value_name = "DURATION", default_value = "5m", requires = "sacct")]
     pub sacct_timeout: String,
     /// Where a job's wall and CPU times come from.
@@ -72,11 +73,20 @@ pub struct ReportArgs {
     /// Also write the report with its pictures to FILE as one HTML page.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Parsing threads (default: all CPUs).
-    #[arg(long, value_name = "N")]
+    /// Parsing threads (default: all CPUs; 1 to 256).
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = RangedU64ValueParser::<usize>::new().range(1..=report::MAX_THREADS as u64),
+    )]
     pub threads: Option<usize>,
-    /// Jobs held in memory before the job table spills to temporary files.
-    #[arg(long, value_name = "N", default_value_t = report::DEFAULT_JOB_BUDGET)]
+    /// Jobs held in memory before the job table spills to temporary files (1,024 to 100,000,000).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = report::DEFAULT_JOB_BUDGET,
+        value_parser = RangedU64ValueParser::<usize>::new().range(report::MIN_JOB_BUDGET as u64..=report::MAX_JOB_BUDGET as u64),
+    )]
     pub max_jobs_in_memory: usize,
     /// Where spilled temporary files go (default: TMPDIR or /tmp).
     #[arg(long, value_name = "DIR")]
@@ -104,15 +114,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
     }
     let shares = match &args.shares {
         Some(s) => Some((
-            report::parse_shares(s)
-                .map_err(|bad| Failure::usage(format!("--shares {s:?}: {bad:?} is not ARM or ARM:WEIGHT")))?,
+            report::parse_shares(s).map_err(|bad| {
+                Failure::usage(format!(
+                    "--shares {s:?}: {bad:?} is not ARM or ARM:WEIGHT (a weight from {} to {})",
+                    report::MIN_WEIGHT,
+                    report::analysis::compare_text::count(report::MAX_WEIGHT as u64)
+                ))
+            })?,
             s.clone(),
         )),
         None => None,
     };
-    if args.threads == Some(0) {
-        return Err(Failure::usage("--threads 0: at least 1").into());
-    }
     let options = Options {
         by: args.by.clone(),
         control: args.control.clone(),
@@ -127,6 +139,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
     let sacct = if args.sacct {
         let t = numakit::units::parse_duration(&args.sacct_timeout)
             .map_err(|e| Failure::usage(format!("--sacct-timeout {:?}: {e}", args.sacct_timeout)))?;
+        if !(report::MIN_SACCT_TIMEOUT..=report::MAX_SACCT_TIMEOUT).contains(&t) {
+            return Err(Failure::usage(format!("--sacct-timeout {:?}: from 1 s to 24 h", args.sacct_timeout)).into());
+        }
         SacctFrom::Run("sacct".into(), t)
     } else if let Some(f) = &args.sacct_file {
         SacctFrom::File(f.clone())
@@ -157,5 +172,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
     } else {
         out.write_all(present::text::render(&r).as_bytes())?;
     }
-    Ok(0)
+    // As ripgrep does: an input that could not be read (to its end) is said
+    // on standard error too, the report is made of the rest, and the exit
+    // code says something was skipped.
+    if r.input.warnings.is_empty() {
+        return Ok(0);
+    }
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    for w in &r.input.warnings {
+        let _ = writeln!(err, "numakit: report: {}", numakit::text::one_line(w, usize::MAX));
+    }
+    Ok(1)
 }

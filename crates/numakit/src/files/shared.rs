@@ -205,24 +205,7 @@ impl SharedDir {
         if line.contains('\n') || line.len() >= MAX_LINE_BYTES {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "not one line of at most 1 MiB"));
         }
-        let name = name.as_ref();
-        let mut f = self
-            .open_at(name, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT, 0o644)
-            .map_err(|e| refused_open(e, "appended to"))?;
-        let meta = f.metadata()?;
-        if !meta.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("not a regular file ({}): not appended to", kind_of(&meta.file_type())),
-            ));
-        }
-        if meta.nlink() != 1 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("has {} hard links: not appended to (it may be another file linked in)", meta.nlink()),
-            ));
-        }
-        blocking(&f)?;
+        let mut f = self.open_append(name.as_ref())?;
         let locked = flock_within(f.as_fd(), RECORD_LOCK_WAIT)?;
         let before = f.metadata()?.len();
         let mut bytes = Vec::with_capacity(line.len() + 1);
@@ -244,6 +227,38 @@ impl SharedDir {
             return Err(io::Error::new(short.kind(), format!("{short}: the record was taken back")));
         }
         Err(short)
+    }
+
+    /// Appends `bytes` to `name` (created mode 0644 less the umask) by the
+    /// same rules as [`SharedDir::append_record`] but as they are: for a
+    /// text of several lines that only its writer appends to (a job's own
+    /// report file).
+    pub fn append_bytes(&self, name: impl AsRef<OsStr>, bytes: &[u8]) -> io::Result<()> {
+        self.open_append(name.as_ref())?.write_all(bytes)
+    }
+
+    /// `name` opened to append: a regular file with one link (no link
+    /// followed, no FIFO waited on), created where missing; its reads and
+    /// writes then wait as usual.
+    fn open_append(&self, name: &OsStr) -> io::Result<File> {
+        let f = self
+            .open_at(name, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT, 0o644)
+            .map_err(|e| refused_open(e, "appended to"))?;
+        let meta = f.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a regular file ({}): not appended to", kind_of(&meta.file_type())),
+            ));
+        }
+        if meta.nlink() != 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("has {} hard links: not appended to (it may be another file linked in)", meta.nlink()),
+            ));
+        }
+        blocking(&f)?;
+        Ok(f)
     }
 
     /// Removes `name` (a link itself, never what it names); a missing one

@@ -56,8 +56,8 @@ pub fn text(r: &JobReport, delta: Option<&[(String, u64)]>) -> String {
     );
     let runs = if r.cpus_nodes.is_empty() { "-".to_string() } else { format!("node {}", r.cpus_nodes.to_list()) };
     let allowed = match (&r.allowed_cpus, &r.allowed_nodes) {
-        (Some(c), Some(n)) => format!("CPUs {} (node {}, cpuset.cpus.effective)", c.to_list(), n.to_list()),
-        _ => "CPUs unknown (no cpuset.cpus.effective)".to_string(),
+        (Some(c), Some(n)) => format!("CPUs {} (node {}, {})", c.to_list(), n.to_list(), r.allowed_cpus_file),
+        _ => format!("CPUs unknown (no {})", r.allowed_cpus_file),
     };
     let _ = writeln!(o, "  runs on {runs} (its threads' last CPUs); allowed {allowed}");
     let _ = writeln!(o);
@@ -168,6 +168,7 @@ pub fn json(r: &JobReport, delta: Option<&[(String, u64)]>) -> Value {
         "cpus_nodes": r.cpus_nodes,
         "allowed_cpus": r.allowed_cpus.as_ref().map(|c| c.to_list()),
         "allowed_nodes": r.allowed_nodes,
+        "allowed_cpus_file": r.allowed_cpus_file,
         "nodes": nodes,
         "total_bytes": r.total_bytes,
         "own_bytes": r.own_bytes,
@@ -238,6 +239,7 @@ mod tests {
             locality: Some(0.75),
             cpus_nodes: [0].into_iter().collect::<NodeSet>(),
             allowed_cpus: Some(CpuSet::parse_list("0-3").expect("cpus")),
+            allowed_cpus_file: "cpuset.cpus.effective",
             allowed_nodes: Some([0, 1].into_iter().collect()),
             numa_stat: with_memory
                 .then(|| parse_numa_stat("anon N0=1048576 N1=2097152\nfile N0=0 N1=4096\n", 4096).expect("ns")),

@@ -530,6 +530,7 @@ mod tests {
             cpus_nodes: [1].into_iter().collect(),
             allowed_cpus: None,
             allowed_nodes: None,
+            allowed_cpus_file: "cpuset.cpus.effective",
             numa_stat: Some(Default::default()),
             counters: parse_memory_stat("numa_pages_migrated 3\n").expect("stat"),
         };

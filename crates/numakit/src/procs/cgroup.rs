@@ -4,6 +4,13 @@
 //! and membership (`cgroup.procs`). Read through [`SysRoot`]; a process or
 //! cgroup that is gone, or a controller that is not enabled, is
 //! `Ok(None)`.
+//!
+//! cgroup v1 (EL8's default): each controller has a hierarchy of its own
+//! (`/sys/fs/cgroup/memory`, `/sys/fs/cgroup/cpuset`,
+//! `/sys/fs/cgroup/cpu,cpuacct`, ...), a cgroup is the same path in each
+//! (Slurm's `/slurm/uid_U/job_N/step_S`), and the files have v1's names
+//! (`cpuset.effective_cpus`). [`controller_folder`] finds the folder that
+//! holds one controller's files for a cgroup found in any hierarchy.
 
 use crate::sets::{Cpu, CpuSet};
 use crate::sys::{SysError, SysRoot};
@@ -69,6 +76,73 @@ pub fn unified_root(sys: &SysRoot) -> &'static str {
     }
 }
 
+/// Whether `sys/fs/cgroup` holds hierarchies (v1 or hybrid: a tmpfs of
+/// mount points) rather than being the v2 root cgroup (`cgroup.procs`,
+/// `cgroup.controllers`).
+fn holds_hierarchies(sys: &SysRoot) -> bool {
+    !sys.exists("sys/fs/cgroup/cgroup.controllers") && !sys.exists("sys/fs/cgroup/cgroup.procs")
+}
+
+/// Whether the folder `sys/fs/cgroup/NAME` is the root of a v1 hierarchy:
+/// it has `cgroup.procs` and v1's `tasks`, and no `cgroup.controllers` (a
+/// v2 cgroup has it and no `tasks`), and it is not a hybrid host's `unified`.
+fn is_v1_root(sys: &SysRoot, name: &str) -> bool {
+    name != "unified"
+        && sys.exists(format!("sys/fs/cgroup/{name}/cgroup.procs"))
+        && sys.exists(format!("sys/fs/cgroup/{name}/tasks"))
+        && !sys.exists(format!("sys/fs/cgroup/{name}/cgroup.controllers"))
+}
+
+/// The roots of the v1 hierarchies mounted below `sys/fs/cgroup`
+/// (`sys/fs/cgroup/memory`, `sys/fs/cgroup/cpu,cpuacct`, ...), the memory
+/// hierarchy first, then by name; none on a v2-only host.
+pub fn v1_hierarchies(sys: &SysRoot) -> Result<Vec<String>, SysError> {
+    if !holds_hierarchies(sys) {
+        return Ok(Vec::new());
+    }
+    let mut names: Vec<String> =
+        sys.list_dirs("sys/fs/cgroup")?.unwrap_or_default().into_iter().filter(|n| is_v1_root(sys, n)).collect();
+    names.sort_by_key(|n| (n != "memory", n.clone()));
+    Ok(names.into_iter().map(|n| format!("sys/fs/cgroup/{n}")).collect())
+}
+
+/// The v1 hierarchy root a folder is in and the folder's path within it
+/// (`sys/fs/cgroup/memory/slurm/job_1` → `sys/fs/cgroup/memory`,
+/// `/slurm/job_1`); `None` for a folder of the unified (v2) hierarchy.
+pub fn v1_split(sys: &SysRoot, folder: &str) -> Option<(String, String)> {
+    let rest = folder.trim_end_matches('/').strip_prefix("sys/fs/cgroup/")?;
+    let (name, path) = rest.split_once('/').map_or((rest, ""), |(n, p)| (n, p));
+    if !holds_hierarchies(sys) || !is_v1_root(sys, name) {
+        return None;
+    }
+    Some((format!("sys/fs/cgroup/{name}"), format!("/{path}")))
+}
+
+/// The folder that holds `controller`'s files (`memory`, `cpuset`,
+/// `cpuacct`) for the cgroup whose folder is `folder`: `folder` itself on
+/// cgroup v2 and in a v1 hierarchy that has the controller; else the same
+/// path in the v1 hierarchy that has it. `None` on v1 when no hierarchy
+/// has the controller.
+pub fn controller_folder(sys: &SysRoot, folder: &str, controller: &str) -> Result<Option<String>, SysError> {
+    let Some((root, path)) = v1_split(sys, folder) else { return Ok(Some(folder.to_string())) };
+    let has = |root: &str| root.rsplit('/').next().is_some_and(|n| n.split(',').any(|c| c == controller));
+    if has(&root) {
+        return Ok(Some(folder.to_string()));
+    }
+    let other = v1_hierarchies(sys)?.into_iter().find(|r| has(r));
+    Ok(other.map(|r| if path == "/" { r } else { format!("{r}{path}") }))
+}
+
+/// The file a cgroup's CPUs are read from: v2's `cpuset.cpus.effective`,
+/// or v1's `cpuset.effective_cpus` for a folder of a v1 hierarchy.
+pub fn cpus_file(sys: &SysRoot, folder: &str) -> &'static str {
+    if v1_split(sys, folder).is_some() {
+        "cpuset.effective_cpus"
+    } else {
+        "cpuset.cpus.effective"
+    }
+}
+
 /// The CPUs a cgroup's tasks may use: its `cpuset.cpus.effective`, or,
 /// where the cpuset controller is not enabled in it (no such file), its
 /// nearest ancestor's that has one: a cgroup v2 without the controller
@@ -81,16 +155,29 @@ pub fn effective_cpus(sys: &SysRoot, path: &str) -> Result<Option<CpuSet>, SysEr
 
 /// [`effective_cpus`] of a cgroup folder given relative to the root
 /// (`sys/fs/cgroup/…`, or a hybrid host's `sys/fs/cgroup/unified/…`): the
-/// walk up stops at `sys/fs/cgroup`, so a v1 hierarchy's folder (which has
-/// no such file) and a folder outside `/sys/fs/cgroup` are `None`.
+/// walk up stops at `sys/fs/cgroup`, so a folder outside `/sys/fs/cgroup`
+/// is `None`. A folder of a v1 hierarchy is read in the v1 cpuset
+/// hierarchy ([`controller_folder`]): its `cpuset.effective_cpus`, or that
+/// of its nearest folder up to the hierarchy's root (a cgroup Slurm made
+/// in the memory hierarchy only runs in the cpuset its slurmstepd is in,
+/// the root's where nothing else moved it).
 pub fn effective_cpus_in(sys: &SysRoot, folder: &str) -> Result<Option<CpuSet>, SysError> {
-    let mut f = folder.trim_end_matches('/');
+    let (mut f, file, top) = match v1_split(sys, folder) {
+        None => (folder.trim_end_matches('/').to_string(), "cpuset.cpus.effective", "sys/fs/cgroup".to_string()),
+        Some(_) => match controller_folder(sys, folder, "cpuset")? {
+            Some(c) => {
+                let top = v1_split(sys, &c).map_or_else(|| c.clone(), |(root, _)| root);
+                (c, "cpuset.effective_cpus", top)
+            }
+            None => return Ok(None),
+        },
+    };
     loop {
-        if let Some(cpus) = sys.read_list::<Cpu>(format!("{f}/cpuset.cpus.effective"))? {
+        if let Some(cpus) = sys.read_list::<Cpu>(format!("{f}/{file}"))? {
             return Ok(Some(cpus));
         }
         match f.rfind('/') {
-            Some(i) if f.starts_with("sys/fs/cgroup/") => f = &f[..i],
+            Some(i) if f.starts_with(&format!("{top}/")) => f.truncate(i),
             _ => return Ok(None),
         }
     }
@@ -115,7 +202,7 @@ pub fn members_in(sys: &SysRoot, folder: &str) -> Result<Option<Vec<i32>>, SysEr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -183,5 +270,64 @@ mod tests {
         assert_eq!(effective_cpus_in(&sys, "sys/fs/cgroupx/a").expect("read"), None, "not below /sys/fs/cgroup");
         std::fs::remove_file(root.join("cpuset.cpus.effective")).expect("rm");
         assert_eq!(effective_cpus(&sys, "/user.slice").expect("read"), None, "no folder up to the root has one");
+    }
+
+    /// An EL8 host (cgroup v1): Slurm's step in the memory, cpuset and
+    /// cpuacct hierarchies, each under the same path.
+    pub(crate) fn v1_host(root: &std::path::Path) {
+        let cg = root.join("sys/fs/cgroup");
+        let step = "slurm/uid_1000/job_5/step_0";
+        for (h, files) in [
+            ("memory", vec![("memory.max_usage_in_bytes", "8388608\n")]),
+            ("cpuset", vec![("cpuset.effective_cpus", "2-3\n"), ("cpuset.cpus", "2-3\n")]),
+            ("cpu,cpuacct", vec![("cpuacct.usage_user", "1500000000\n"), ("cpuacct.usage_sys", "250000000\n")]),
+            ("freezer", vec![]),
+        ] {
+            std::fs::create_dir_all(cg.join(h).join(step).join("task_0")).expect("mkdir");
+            std::fs::write(cg.join(h).join("cgroup.procs"), "1\n").expect("write");
+            std::fs::write(cg.join(h).join("tasks"), "1\n").expect("write");
+            std::fs::write(cg.join(h).join(step).join("cgroup.procs"), "").expect("write");
+            std::fs::write(cg.join(h).join(step).join("task_0/cgroup.procs"), "42\n").expect("write");
+            for (name, text) in files {
+                std::fs::write(cg.join(h).join(step).join(name), text).expect("write");
+            }
+        }
+        std::fs::write(cg.join("cpuset/cpuset.effective_cpus"), "0-7\n").expect("write");
+        // systemd's own named hierarchy: not a controller's
+        std::fs::create_dir_all(cg.join("systemd")).expect("mkdir");
+        std::fs::write(cg.join("systemd/cgroup.procs"), "1\n").expect("write");
+        std::fs::write(cg.join("systemd/tasks"), "1\n").expect("write");
+    }
+
+    #[test]
+    fn a_v1_host_reads_each_controller_in_its_own_hierarchy() {
+        let d = tempfile::tempdir().expect("tmp");
+        v1_host(d.path());
+        let sys = SysRoot::at(d.path());
+        let h: Vec<String> = v1_hierarchies(&sys).expect("read");
+        assert_eq!(h[0], "sys/fs/cgroup/memory", "memory first: {h:?}");
+        assert!(h.contains(&"sys/fs/cgroup/cpu,cpuacct".to_string()) && h.len() == 5, "{h:?}");
+        let mem = "sys/fs/cgroup/memory/slurm/uid_1000/job_5/step_0";
+        assert_eq!(v1_split(&sys, mem), Some(("sys/fs/cgroup/memory".into(), "/slurm/uid_1000/job_5/step_0".into())));
+        let folder = |c: &str| controller_folder(&sys, mem, c).expect("read");
+        assert_eq!(folder("memory").as_deref(), Some(mem));
+        assert_eq!(folder("cpuset").as_deref(), Some("sys/fs/cgroup/cpuset/slurm/uid_1000/job_5/step_0"));
+        assert_eq!(folder("cpuacct").as_deref(), Some("sys/fs/cgroup/cpu,cpuacct/slurm/uid_1000/job_5/step_0"));
+        assert_eq!(folder("hugetlb"), None, "no such hierarchy");
+        assert_eq!(cpus_file(&sys, mem), "cpuset.effective_cpus");
+        let two_three = Some(CpuSet::parse_list("2-3").expect("set"));
+        assert_eq!(effective_cpus_in(&sys, mem).expect("read"), two_three);
+        // A step's task folder has none of its own in the cpuset hierarchy:
+        // the step's; a cgroup Slurm made in the memory hierarchy only: the root's.
+        assert_eq!(effective_cpus_in(&sys, &format!("{mem}/task_0")).expect("read"), two_three);
+        std::fs::create_dir_all(d.path().join("sys/fs/cgroup/memory/other")).expect("mkdir");
+        let all = effective_cpus_in(&sys, "sys/fs/cgroup/memory/other").expect("read");
+        assert_eq!(all, Some(CpuSet::parse_list("0-7").expect("set")));
+        // The same tree seen as v2 (a root with cgroup.controllers): no v1 hierarchy.
+        std::fs::write(d.path().join("sys/fs/cgroup/cgroup.controllers"), "cpuset memory\n").expect("write");
+        assert!(v1_hierarchies(&sys).expect("read").is_empty());
+        assert_eq!(v1_split(&sys, mem), None);
+        assert_eq!(cpus_file(&sys, mem), "cpuset.cpus.effective");
+        assert_eq!(folder("cpuset").as_deref(), Some(mem));
     }
 }

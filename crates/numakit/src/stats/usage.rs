@@ -1,14 +1,18 @@
 //! What a cgroup (a batch job's step) used: CPU time from `cpu.stat`
 //! (cgroup v2: `usage_usec`, `user_usec`, `system_usec`, counted by the
 //! kernel for every cgroup whether or not the cpu controller is enabled)
-//! and its peak memory (`memory.peak`, v2 since Linux 5.19; the v1 memory
-//! controller's `memory.max_usage_in_bytes`). Read through [`SysRoot`];
-//! a cgroup that is gone (its `cgroup.procs` missing) reads as `None`, so
-//! a caller keeps its last reading instead.
+//! and its peak memory (`memory.peak`, v2 since Linux 5.19). On cgroup v1
+//! each comes from its controller's hierarchy, the same path as the
+//! cgroup's ([`cgroup::controller_folder`]): `cpuacct.usage_user` and
+//! `cpuacct.usage_sys` (nanoseconds; `cpuacct.usage` their sum where
+//! present), and the memory controller's `memory.max_usage_in_bytes`.
+//! Read through [`SysRoot`]; a cgroup that is gone (its `cgroup.procs`
+//! missing) reads as `None`, so a caller keeps its last reading instead.
 
 use serde::Serialize;
 
 use super::cgroup::CgroupDir;
+use crate::procs::cgroup;
 use crate::sys::{parse_u64, SysError, SysRoot};
 
 /// CPU time of a cgroup's processes, microseconds.
@@ -20,6 +24,9 @@ pub struct CpuTime {
     pub user_usec: u64,
     /// `system_usec`.
     pub system_usec: u64,
+    /// Where they were read: `cpu.stat`, or v1's `cpuacct` (the outcome
+    /// record's `cpu_source`).
+    pub source: &'static str,
 }
 
 /// A cgroup's use at one reading.
@@ -43,7 +50,12 @@ pub fn parse_cpu_stat(text: &str) -> Result<CpuTime, String> {
             _ => Err(format!("{}: not {name} and a number", crate::text::quote(line))),
         }
     };
-    Ok(CpuTime { usage_usec: get("usage_usec")?, user_usec: get("user_usec")?, system_usec: get("system_usec")? })
+    Ok(CpuTime {
+        usage_usec: get("usage_usec")?,
+        user_usec: get("user_usec")?,
+        system_usec: get("system_usec")?,
+        source: "cpu.stat",
+    })
 }
 
 impl CgroupUsage {
@@ -53,20 +65,34 @@ impl CgroupUsage {
         if sys.read(format!("{}/cgroup.procs", dir.folder))?.is_none() {
             return Ok(None);
         }
+        if cgroup::v1_split(sys, &dir.folder).is_some() {
+            return Ok(Some(Self::read_v1(sys, &dir.folder)?));
+        }
         let rel = format!("{}/cpu.stat", dir.folder);
         let cpu = match sys.read(&rel)? {
             Some(t) => Some(parse_cpu_stat(&t).map_err(|p| sys.invalid(&rel, p))?),
             None => None,
         };
-        let mut peak_bytes = None;
-        for name in ["memory.peak", "memory.max_usage_in_bytes"] {
-            let rel = format!("{}/{name}", dir.folder);
-            if let Some(v) = sys.read_u64(&rel)? {
-                peak_bytes = Some(v);
-                break;
+        let peak_bytes = sys.read_u64(format!("{}/memory.peak", dir.folder))?;
+        Ok(Some(CgroupUsage { cpu, peak_bytes }))
+    }
+
+    /// A cgroup v1 folder's use, each figure from its controller's hierarchy.
+    fn read_v1(sys: &SysRoot, folder: &str) -> Result<CgroupUsage, SysError> {
+        let mut cpu = None;
+        if let Some(acct) = cgroup::controller_folder(sys, folder, "cpuacct")? {
+            let ns = |name: &str| sys.read_u64(format!("{acct}/cpuacct.{name}"));
+            if let (Some(user), Some(system)) = (ns("usage_user")?, ns("usage_sys")?) {
+                let usage = ns("usage")?.unwrap_or(user.saturating_add(system));
+                let (usage_usec, user_usec, system_usec) = (usage / 1000, user / 1000, system / 1000);
+                cpu = Some(CpuTime { usage_usec, user_usec, system_usec, source: "cpuacct" });
             }
         }
-        Ok(Some(CgroupUsage { cpu, peak_bytes }))
+        let peak_bytes = match cgroup::controller_folder(sys, folder, "memory")? {
+            Some(mem) => sys.read_u64(format!("{mem}/memory.max_usage_in_bytes"))?,
+            None => None,
+        };
+        Ok(CgroupUsage { cpu, peak_bytes })
     }
 }
 
@@ -80,7 +106,7 @@ mod tests {
                  throttled_usec 0\nnr_bursts 0\nburst_usec 0\n";
         assert_eq!(
             parse_cpu_stat(t),
-            Ok(CpuTime { usage_usec: 2_250_012, user_usec: 2_000_010, system_usec: 250_002 })
+            Ok(CpuTime { usage_usec: 2_250_012, user_usec: 2_000_010, system_usec: 250_002, source: "cpu.stat" })
         );
         assert!(parse_cpu_stat("usage_usec 1\nuser_usec 1\n").unwrap_err().contains("no system_usec"));
         let e = parse_cpu_stat("usage_usec 1\nuser_usec x\nsystem_usec 1\n").unwrap_err();
@@ -111,19 +137,51 @@ mod tests {
             ],
         );
         let u = CgroupUsage::read(&sys, &dir).unwrap().unwrap();
-        assert_eq!(u.cpu, Some(CpuTime { usage_usec: 30, user_usec: 20, system_usec: 10 }));
+        assert_eq!(u.cpu, Some(CpuTime { usage_usec: 30, user_usec: 20, system_usec: 10, source: "cpu.stat" }));
         assert_eq!(u.peak_bytes, Some(1 << 20));
-        // An older kernel: no memory.peak; v1: max_usage_in_bytes, no cpu.stat.
+        // An older kernel: no memory.peak; a cgroup without cpu.stat.
         std::fs::remove_file(d.path().join(&dir.folder).join("memory.peak")).unwrap();
         assert_eq!(CgroupUsage::read(&sys, &dir).unwrap().unwrap().peak_bytes, None);
         std::fs::remove_file(d.path().join(&dir.folder).join("cpu.stat")).unwrap();
-        std::fs::write(d.path().join(&dir.folder).join("memory.max_usage_in_bytes"), "4096\n").unwrap();
-        assert_eq!(CgroupUsage::read(&sys, &dir).unwrap(), Some(CgroupUsage { cpu: None, peak_bytes: Some(4096) }));
+        assert_eq!(CgroupUsage::read(&sys, &dir).unwrap(), Some(CgroupUsage { cpu: None, peak_bytes: None }));
         // Garbage is an error naming the file; a removed cgroup is None.
         std::fs::write(d.path().join(&dir.folder).join("cpu.stat"), "usage_usec lots\n").unwrap();
         let e = CgroupUsage::read(&sys, &dir).unwrap_err().to_string();
         assert!(e.contains("cpu.stat"), "{e}");
         std::fs::remove_dir_all(d.path().join(&dir.folder)).unwrap();
         assert_eq!(CgroupUsage::read(&sys, &dir).unwrap(), None);
+    }
+
+    #[test]
+    fn a_v1_step_cgroup_has_its_cpu_time_and_peak_memory() {
+        // EL8: the step in the memory, cpuset and cpu,cpuacct hierarchies
+        // (procs::cgroup's v1 host), found in any of them.
+        let d = tempfile::tempdir().unwrap();
+        crate::procs::cgroup::tests::v1_host(d.path());
+        let sys = SysRoot::at(d.path());
+        let want = CgroupUsage {
+            cpu: Some(CpuTime { usage_usec: 1_750_000, user_usec: 1_500_000, system_usec: 250_000, source: "cpuacct" }),
+            peak_bytes: Some(8 << 20),
+        };
+        for h in ["memory", "cpuset", "freezer", "cpu,cpuacct"] {
+            let dir = CgroupDir {
+                path: "/slurm/uid_1000/job_5/step_0".into(),
+                folder: format!("sys/fs/cgroup/{h}/slurm/uid_1000/job_5/step_0"),
+            };
+            assert_eq!(CgroupUsage::read(&sys, &dir).unwrap(), Some(want), "found in {h}");
+        }
+        // cpuacct.usage, where there, is the total; a kernel without
+        // usage_user and usage_sys has no CPU figure; a step without a
+        // memory cgroup (no ConstrainRAMSpace) no peak.
+        let acct = d.path().join("sys/fs/cgroup/cpu,cpuacct/slurm/uid_1000/job_5/step_0");
+        std::fs::write(acct.join("cpuacct.usage"), "1800000000\n").unwrap();
+        let dir = CgroupDir {
+            path: "/slurm/uid_1000/job_5/step_0".into(),
+            folder: "sys/fs/cgroup/freezer/slurm/uid_1000/job_5/step_0".into(),
+        };
+        assert_eq!(CgroupUsage::read(&sys, &dir).unwrap().unwrap().cpu.map(|c| c.usage_usec), Some(1_800_000));
+        std::fs::remove_file(acct.join("cpuacct.usage_sys")).unwrap();
+        std::fs::remove_dir_all(d.path().join("sys/fs/cgroup/memory/slurm")).unwrap();
+        assert_eq!(CgroupUsage::read(&sys, &dir).unwrap(), Some(CgroupUsage { cpu: None, peak_bytes: None }));
     }
 }

@@ -19,23 +19,34 @@ pub struct GoodnessOfFit {
 }
 
 /// Pearson's test of `observed` counts against `shares` (any positive
-/// weights, normalised here). `None` with fewer than two categories, no
-/// counts, a length mismatch or a share that is not positive.
+/// finite weights, normalised here; by the largest first where their sum
+/// would overflow). `None` with
+/// fewer than two categories, no counts, a length mismatch or a share that
+/// is not a positive finite number.
 pub fn chi_square_gof(observed: &[u64], shares: &[f64]) -> Option<GoodnessOfFit> {
-    if observed.len() < 2 || observed.len() != shares.len() || shares.iter().any(|s| s.is_nan() || *s <= 0.0) {
+    if observed.len() < 2 || observed.len() != shares.len() || shares.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
         return None;
     }
     let total: u64 = observed.iter().sum();
     if total == 0 {
         return None;
     }
-    let weight: f64 = shares.iter().sum();
+    let mut weight: f64 = shares.iter().sum();
+    let mut shares = shares.to_vec();
+    if !weight.is_finite() {
+        let top = shares.iter().copied().fold(0.0, f64::max);
+        shares.iter_mut().for_each(|s| *s /= top);
+        weight = shares.iter().sum();
+    }
     let mut statistic = 0.0;
     let mut min_expected = f64::INFINITY;
-    for (&o, &s) in observed.iter().zip(shares) {
+    for (&o, &s) in observed.iter().zip(&shares) {
         let e = total as f64 * s / weight;
         min_expected = min_expected.min(e);
         statistic += (o as f64 - e) * (o as f64 - e) / e;
+    }
+    if !statistic.is_finite() {
+        return None;
     }
     let df = observed.len() as u32 - 1;
     let p_value = (1.0 - ChiSquared::new(df as f64).ok()?.cdf(statistic)).clamp(0.0, 1.0);
@@ -58,5 +69,9 @@ mod tests {
         assert_eq!(chi_square_gof(&[1], &[1.0]), None);
         assert_eq!(chi_square_gof(&[0, 0], &[1.0, 1.0]), None);
         assert_eq!(chi_square_gof(&[1, 2], &[1.0, 0.0]), None);
+        // weights at the top of the float range: their sum overflows, the shares do not
+        let g = chi_square_gof(&[60, 40], &[1e308, 1e308]).expect("test");
+        assert!((g.statistic - 4.0).abs() < 1e-12 && (g.min_expected - 50.0).abs() < 1e-9, "{g:?}");
+        assert_eq!(chi_square_gof(&[1, 2], &[1.0, f64::INFINITY]), None);
     }
 }

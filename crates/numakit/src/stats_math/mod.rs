@@ -33,13 +33,14 @@ pub use adjust::{benjamini_hochberg, holm, Adjustment};
 pub use gof::{chi_square_gof, GoodnessOfFit};
 pub use moments::Moments;
 pub use planning::{
-    expected_max_variance_pct, paired_units_needed, runs_needed, welch_jobs_needed, PlanRow, MAX_RUNS_NEEDED,
+    expected_max_variance_pct, paired_units_needed, runs_needed, welch_jobs_needed, PlanRow, UnitsNeeded,
+    MAX_RUNS_NEEDED, MAX_UNITS_NEEDED,
 };
 pub use sequential::Sequence;
 pub use sign::{sign_test, SignTest};
 pub use spread::{mad, robust_z, sd_ratio, SdRatio};
 pub use summary::{
     confidence_half_width, max_variance_pct, mean, median, median_of_sorted, std_error, stddev, student_t_quantile,
-    Summary, CONFIDENCE,
+    Summary, CONFIDENCE, T_EXPANSION_DF,
 };
 pub use welch::{one_sample_from_moments, welch_from_moments, welch_t_test, Welch, SIGNIFICANCE};

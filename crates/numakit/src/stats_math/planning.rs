@@ -60,6 +60,58 @@ pub fn runs_needed(cv_pct: f64, target_pct: f64) -> Option<usize> {
     (hi <= MAX_RUNS_NEEDED).then_some(hi)
 }
 
+/// The most units [`welch_jobs_needed`] and [`paired_units_needed`] look
+/// for; beyond, they say [`UnitsNeeded::MoreThan`] this.
+pub const MAX_UNITS_NEEDED: u64 = 10_000_000;
+
+/// Units a test needs: a number, or more than [`MAX_UNITS_NEEDED`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnitsNeeded {
+    /// The fewest that are enough.
+    Exactly(u64),
+    /// More than this many (the searches' cap).
+    MoreThan(u64),
+}
+
+/// The normal quantile of `p`.
+fn z(p: f64) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Some(Normal::new(0.0, 1.0).ok()?.inverse_cdf(p))
+}
+
+/// The first `n` from `lowest` on for which `enough(n)` holds (`enough`
+/// rising with `n`), starting at `guess` (a lower bound: the normal
+/// approximation, which the t quantiles only raise), doubling, then
+/// bisecting: at most some 50 calls of `enough`. Beyond
+/// [`MAX_UNITS_NEEDED`], `MoreThan` that.
+fn first_enough(lowest: u64, guess: f64, enough: impl Fn(u64) -> Option<bool>) -> Option<UnitsNeeded> {
+    let cap = MAX_UNITS_NEEDED;
+    if guess.is_nan() || guess >= cap as f64 {
+        // NaN (never here: the inputs are checked) or beyond the cap
+        return Some(UnitsNeeded::MoreThan(cap));
+    }
+    let start = (guess.floor() as u64).max(lowest);
+    // below `lo` is not enough (`lo` itself is unknown), `hi` is enough
+    let mut lo = start;
+    let mut hi = start;
+    while !enough(hi)? {
+        lo = hi + 1;
+        if hi >= cap {
+            return Some(UnitsNeeded::MoreThan(cap));
+        }
+        hi = (hi.max(1) * 2).min(cap);
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if enough(mid)? {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(UnitsNeeded::Exactly(hi))
+}
+
 /// The fewest jobs in all (both arms together, split `share_b` : 1 -
 /// `share_b`) with which Welch's two-sided test at level [`SIGNIFICANCE`]
 /// finds a difference of means `delta` with chance `power`, when the two
@@ -67,10 +119,13 @@ pub fn runs_needed(cv_pct: f64, target_pct: f64) -> Option<usize> {
 /// with δ / se(N) ≥ t(1 - α/2, df) + t(power, df), se(N)² = sd_a² / (N
 /// (1 - share_b)) + sd_b² / (N share_b), df Welch–Satterthwaite's at N (the
 /// usual approximation of the noncentral t; its error is a fraction of a
-/// job above a few dozen). `None` for a zero effect, a share outside
-/// (0, 1), a power outside (α/2, 1) or more than [`MAX_RUNS_NEEDED`] × 100
-/// jobs.
-pub fn welch_jobs_needed(sd_a: f64, sd_b: f64, share_b: f64, delta: f64, power: f64) -> Option<u64> {
+/// job above a few dozen). The search starts from the normal
+/// approximation, N ≥ (z(1 - α/2) + z(power))² (sd_a² / (1 - share_b) +
+/// sd_b² / share_b) / δ², and is bounded: more than [`MAX_UNITS_NEEDED`]
+/// is said as [`UnitsNeeded::MoreThan`]. `None` for a zero effect, a share
+/// outside (0, 1), a power outside (α/2, 1) or a spread or an effect that
+/// is not a finite number.
+pub fn welch_jobs_needed(sd_a: f64, sd_b: f64, share_b: f64, delta: f64, power: f64) -> Option<UnitsNeeded> {
     let ok = |x: f64| x.is_finite() && x >= 0.0;
     if !(ok(sd_a) && ok(sd_b) && delta.is_finite() && delta != 0.0 && share_b > 0.0 && share_b < 1.0) {
         return None;
@@ -80,7 +135,10 @@ pub fn welch_jobs_needed(sd_a: f64, sd_b: f64, share_b: f64, delta: f64, power: 
     }
     let (wa, wb) = (1.0 - share_b, share_b);
     let (va, vb) = (sd_a * sd_a, sd_b * sd_b);
-    let enough = |n: f64| -> Option<bool> {
+    let zs = z(1.0 - SIGNIFICANCE / 2.0)? + z(power)?;
+    let guess = zs * zs * (va / wa + vb / wb) / (delta * delta);
+    first_enough(4, guess, |n| {
+        let n = n as f64;
         let (na, nb) = (n * wa, n * wb);
         if na < 2.0 || nb < 2.0 {
             return Some(false);
@@ -93,55 +151,26 @@ pub fn welch_jobs_needed(sd_a: f64, sd_b: f64, share_b: f64, delta: f64, power: 
         let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
         let need = student_t_quantile(1.0 - SIGNIFICANCE / 2.0, df)? + student_t_quantile(power, df)?;
         Some(delta.abs() / se2.sqrt() >= need)
-    };
-    let cap = (MAX_RUNS_NEEDED as u64) * 100;
-    let mut hi: u64 = 4;
-    while !enough(hi as f64)? {
-        hi *= 2;
-        if hi > 2 * cap {
-            return None;
-        }
-    }
-    let mut lo = hi / 2;
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if enough(mid as f64)? {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    (hi <= cap).then_some(hi)
+    })
 }
 
 /// The fewest paired units (hosts, each with its arm and its control) with
 /// which the one-sample t-test of their differences, standard deviation
 /// `sd`, finds a mean difference `delta` with chance `power` at level
 /// [`SIGNIFICANCE`]: the smallest n with δ √n / sd ≥ t(1 - α/2, n - 1) +
-/// t(power, n - 1). `None` as for [`welch_jobs_needed`].
-pub fn paired_units_needed(sd: f64, delta: f64, power: f64) -> Option<u64> {
+/// t(power, n - 1); bounded and `None` as for [`welch_jobs_needed`].
+pub fn paired_units_needed(sd: f64, delta: f64, power: f64) -> Option<UnitsNeeded> {
     if !(sd.is_finite() && sd >= 0.0 && delta.is_finite() && delta != 0.0 && power > SIGNIFICANCE / 2.0 && power < 1.0)
     {
         return None;
     }
-    let enough = |n: u64| -> Option<bool> {
+    let zs = z(1.0 - SIGNIFICANCE / 2.0)? + z(power)?;
+    let guess = (zs * sd / delta).powi(2);
+    first_enough(2, guess, |n| {
         let df = (n - 1) as f64;
         let need = student_t_quantile(1.0 - SIGNIFICANCE / 2.0, df)? + student_t_quantile(power, df)?;
         Some(sd == 0.0 || delta.abs() * (n as f64).sqrt() / sd >= need)
-    };
-    let cap = (MAX_RUNS_NEEDED as u64) * 100;
-    let mut n = 2;
-    while !enough(n)? {
-        n += 1 + n / 8;
-        if n > cap {
-            return None;
-        }
-    }
-    // step back to the first n that is enough
-    while n > 2 && enough(n - 1)? {
-        n -= 1;
-    }
-    Some(n)
+    })
 }
 
 /// One row of the planning table: what `runs` runs give.
@@ -220,7 +249,7 @@ mod tests {
     fn paired_units_by_formula() {
         // sd 0.05, δ 0.02: normal n = (1.96 + 0.8416)² × 6.25 = 49.06; the t
         // quantiles add about two units
-        let n = paired_units_needed(0.05, 0.02, 0.8).expect("n");
+        let Some(UnitsNeeded::Exactly(n)) = paired_units_needed(0.05, 0.02, 0.8) else { panic!("n") };
         assert!((51..=53).contains(&n), "{n}");
         let t = |n: u64| {
             let df = (n - 1) as f64;
@@ -229,6 +258,32 @@ mod tests {
         };
         assert!(t(n) <= 0.02 && t(n - 1) > 0.02, "{n}");
         assert_eq!(paired_units_needed(0.05, 0.0, 0.8), None);
+    }
+
+    /// The searches end within milliseconds for any effect, however small,
+    /// and say "more than" the cap beyond it; the first n that is enough is
+    /// found exactly just below the cap too.
+    #[test]
+    fn searches_are_bounded_and_exact() {
+        for delta in [1e-4, 1e-6, 1e-12, f64::MIN_POSITIVE] {
+            let t0 = std::time::Instant::now();
+            assert_eq!(welch_jobs_needed(0.2, 0.2, 0.5, delta, 0.8), Some(UnitsNeeded::MoreThan(MAX_UNITS_NEEDED)));
+            assert_eq!(paired_units_needed(0.2, delta, 0.8), Some(UnitsNeeded::MoreThan(MAX_UNITS_NEEDED)));
+            assert!(t0.elapsed().as_millis() < 100, "delta {delta}: {:?}", t0.elapsed());
+        }
+        // about 8 million jobs: below the cap, the first N that is enough
+        let (sd, d) = (0.2, 1.0004f64.ln());
+        let t0 = std::time::Instant::now();
+        let Some(UnitsNeeded::Exactly(n)) = welch_jobs_needed(sd, sd, 0.5, d, 0.8) else { panic!("below the cap") };
+        assert!(t0.elapsed().as_millis() < 100, "{:?}", t0.elapsed());
+        let power = |n: u64| {
+            let se = (4.0 * sd * sd / n as f64).sqrt();
+            let df = n as f64 - 2.0;
+            d / se >= student_t_quantile(0.975, df).expect("t") + student_t_quantile(0.8, df).expect("t")
+        };
+        assert!(power(n) && !power(n - 1) && (7_000_000..MAX_UNITS_NEEDED).contains(&n), "{n}");
+        let Some(UnitsNeeded::Exactly(n)) = paired_units_needed(sd, d, 0.8) else { panic!("below the cap") };
+        assert!((1_500_000..2_500_000).contains(&n), "{n}");
     }
 
     #[test]
@@ -245,19 +300,23 @@ mod tests {
     fn jobs_needed_matches_the_normal_formula_and_a_simulation() {
         // sd 0.1 in both arms, 50:50, 2%: N ≈ 4 × 0.01 × (1.96 + 0.8416)² / 0.0198² ≈ 801
         let d = 1.02f64.ln();
-        let n = welch_jobs_needed(0.1, 0.1, 0.5, d, 0.8).expect("n");
+        let exactly = |n: Option<UnitsNeeded>| match n {
+            Some(UnitsNeeded::Exactly(n)) => n,
+            other => panic!("{other:?}"),
+        };
+        let n = exactly(welch_jobs_needed(0.1, 0.1, 0.5, d, 0.8));
         let normal = 4.0 * 0.01 * (1.959_964f64 + 0.841_621).powi(2) / (d * d);
         assert!((n as f64 - normal).abs() <= 3.0, "{n} vs {normal}");
         // the first N that is enough
-        assert!(welch_jobs_needed(0.1, 0.1, 0.5, -d, 0.8) == Some(n), "sign does not matter");
+        assert!(exactly(welch_jobs_needed(0.1, 0.1, 0.5, -d, 0.8)) == n, "sign does not matter");
         // unequal shares need more jobs in all
-        assert!(welch_jobs_needed(0.1, 0.1, 0.2, d, 0.8).expect("n") > n);
+        assert!(exactly(welch_jobs_needed(0.1, 0.1, 0.2, d, 0.8)) > n);
         assert_eq!(welch_jobs_needed(0.1, 0.1, 0.5, 0.0, 0.8), None);
         assert_eq!(welch_jobs_needed(0.1, 0.1, 1.0, d, 0.8), None);
         // simulated power at that N: 80% give or take the simulation's error
         let mut rng = StdRng::seed_from_u64(3);
         let normal = statrs::distribution::Normal::new(0.0, 0.1).expect("normal");
-        let n = welch_jobs_needed(0.1, 0.1, 0.5, 0.05, 0.8).expect("n") as usize;
+        let n = exactly(welch_jobs_needed(0.1, 0.1, 0.5, 0.05, 0.8)) as usize;
         let trials = 2000;
         let hits = (0..trials)
             .filter(|_| {

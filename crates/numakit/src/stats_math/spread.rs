@@ -34,9 +34,11 @@ pub struct SdRatio {
 /// normal values only and far too narrow for heavy tails; this one holds
 /// its level for normal values and is somewhat narrow for very heavy
 /// tails in small samples (tested below). `None` below four values in
-/// either sample or for a constant sample.
+/// either sample, for a constant sample, or for moments that are not
+/// finite numbers.
 pub fn sd_ratio(a: &Moments, b: &Moments) -> Option<SdRatio> {
-    if a.n < 4 || b.n < 4 || a.m2 <= 0.0 || b.m2 <= 0.0 {
+    let finite = |m: &Moments| m.mean.is_finite() && m.m2.is_finite() && m.m4.is_finite();
+    if a.n < 4 || b.n < 4 || !(a.m2 > 0.0 && b.m2 > 0.0) || !finite(a) || !finite(b) {
         return None;
     }
     let (na, nb) = (a.n as f64, b.n as f64);
@@ -54,6 +56,9 @@ pub fn sd_ratio(a: &Moments, b: &Moments) -> Option<SdRatio> {
     let var_ratio = (b.m2 / (nb - 1.0)) / (a.m2 / (na - 1.0));
     let c = (nb / (nb - z)) / (na / (na - z));
     let centre = (c * var_ratio).ln();
+    if !(centre.is_finite() && se.is_finite()) {
+        return None;
+    }
     let p_value = if se > 0.0 {
         let n = Normal::new(0.0, 1.0).ok()?;
         (2.0 * (1.0 - n.cdf((centre / se).abs()))).clamp(0.0, 1.0)
@@ -62,8 +67,10 @@ pub fn sd_ratio(a: &Moments, b: &Moments) -> Option<SdRatio> {
     };
     Some(SdRatio {
         ratio: var_ratio.sqrt(),
-        ci_low: ((centre - z * se) / 2.0).exp(),
-        ci_high: ((centre + z * se) / 2.0).exp(),
+        // within the float range: an interval wider than e^±700 ends at
+        // 1e±304, never at an infinity
+        ci_low: ((centre - z * se) / 2.0).clamp(-700.0, 700.0).exp(),
+        ci_high: ((centre + z * se) / 2.0).clamp(-700.0, 700.0).exp(),
         p_value,
         kurtosis,
     })
@@ -80,10 +87,10 @@ pub fn mad(xs: &[f64]) -> Option<f64> {
 /// Robust z-scores: (x - median) / (1.4826 × MAD), the MAD scaled to be
 /// the standard deviation of normal values (Iglewicz and Hoaglin's
 /// modified z-score; |z| > 3.5 is their outlier rule). `None` when there
-/// are fewer than three values or the MAD is zero (no spread to score
-/// against).
+/// are fewer than three values, one is not a finite number, or the MAD is
+/// zero (no spread to score against).
 pub fn robust_z(xs: &[f64]) -> Option<Vec<f64>> {
-    if xs.len() < 3 {
+    if xs.len() < 3 || xs.iter().any(|x| !x.is_finite()) {
         return None;
     }
     let m = median(xs)?;
@@ -141,6 +148,11 @@ mod tests {
         assert!((r.ratio - 2.0).abs() < 1e-12 && r.ci_low < 2.0 && r.ci_high > 2.0, "{r:?}");
         assert_eq!(sd_ratio(&Moments::of(&[1.0, 2.0, 3.0]), &b), None);
         assert_eq!(sd_ratio(&Moments::of(&[1.0; 5]), &b), None);
+        for bad in [[1.0, 2.0, 3.0, f64::INFINITY], [1e200, -1e200, 1e200, -1e200], [1.0, f64::NAN, 2.0, 3.0]] {
+            assert_eq!(sd_ratio(&Moments::of(&bad), &b), None, "{bad:?}");
+            assert_eq!(sd_ratio(&b, &Moments::of(&bad)), None, "{bad:?}");
+        }
+        assert_eq!(robust_z(&[1.0, 2.0, f64::NAN, 4.0]), None);
     }
 
     #[test]

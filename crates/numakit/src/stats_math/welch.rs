@@ -38,7 +38,8 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<Welch> {
 }
 
 /// [`welch_t_test`] from the two samples' [`Moments`] (what a streaming
-/// reader keeps instead of the values).
+/// reader keeps instead of the values). `None` also when a mean, a spread
+/// or the difference is not a finite number.
 pub fn welch_from_moments(a: &Moments, b: &Moments) -> Option<Welch> {
     let (va, vb) = (a.variance()?, b.variance()?);
     let (na, nb) = (a.n as f64, b.n as f64);
@@ -63,6 +64,11 @@ pub fn one_sample_from_moments(m: &Moments) -> Option<Welch> {
 /// gives p = 1 for a zero difference and p = 0 otherwise, the interval the
 /// difference itself.
 fn from_t(difference: f64, se: f64, df: f64) -> Option<Welch> {
+    // Values beyond the float range (an infinite mean, a NaN spread) are
+    // no test: statrs's t distribution panics on a NaN statistic.
+    if !(difference.is_finite() && se.is_finite() && df.is_finite() && df > 0.0) {
+        return None;
+    }
     if se == 0.0 {
         let p_value = if difference == 0.0 { 1.0 } else { 0.0 };
         return Some(Welch {
@@ -76,7 +82,9 @@ fn from_t(difference: f64, se: f64, df: f64) -> Option<Welch> {
         });
     }
     let t = difference / se;
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    // statrs's t tail loses digits beyond some 10⁹ degrees of freedom (at
+    // 10³⁰⁰ its cdf(1) is 0.5); at 10⁷ it is the normal's within 1e-8.
+    let dist = StudentsT::new(0.0, 1.0, df.min(1e7)).ok()?;
     let p_value = (2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0);
     let half = student_t_quantile(1.0 - (1.0 - CONFIDENCE) / 2.0, df)? * se;
     Some(Welch {
@@ -139,5 +147,28 @@ mod tests {
         assert_eq!((same.p_value, same.significant), (1.0, false));
         let apart = welch_t_test(&[2.0, 2.0], &[3.0, 3.0]).expect("constant");
         assert_eq!((apart.p_value, apart.significant), (0.0, true));
+    }
+
+    /// Values beyond the float range (an infinite time, its log) give no
+    /// test, never a panic in the t distribution or a NaN p-value.
+    #[test]
+    fn non_finite_values_give_no_test() {
+        let inf = f64::INFINITY;
+        let good = [1.0, 2.0, 3.0];
+        for bad in [vec![1.0, 2.0, inf], vec![-inf, 2.0, 3.0], vec![inf, inf], vec![1.0, f64::NAN], vec![1e308, -1e308]]
+        {
+            assert_eq!(welch_t_test(&bad, &good), None, "{bad:?}");
+            assert_eq!(welch_t_test(&good, &bad), None, "{bad:?}");
+            assert_eq!(one_sample_from_moments(&Moments::of(&bad)), None, "{bad:?}");
+        }
+        // a huge df (billions of jobs) stays a p-value, within milliseconds
+        let t0 = std::time::Instant::now();
+        let m = Moments { n: 2_000_000_000, mean: 0.01, m2: 2e9, m3: 0.0, m4: 0.0 };
+        let w = welch_from_moments(&Moments { mean: 0.0, ..m }, &m).expect("test");
+        assert!(w.p_value.is_finite() && w.p_value < 1e-15 && w.diff_ci_low > 0.0, "{w:?}");
+        let m = Moments { n: 1 << 62, mean: 1e-10, m2: 4e18, m3: 0.0, m4: 0.0 };
+        let w = welch_from_moments(&Moments { mean: 0.0, ..m }, &m).expect("test");
+        assert!((0.0..=1.0).contains(&w.p_value) && w.diff_ci_low.is_finite(), "{w:?}");
+        assert!(t0.elapsed().as_millis() < 100, "{:?}", t0.elapsed());
     }
 }

@@ -10,16 +10,16 @@
 
 use numakit::stats_math::{
     one_sample_from_moments, paired_units_needed, sd_ratio, welch_from_moments, welch_jobs_needed, Adjustment, Moments,
-    Welch, SIGNIFICANCE,
+    UnitsNeeded, Welch, SIGNIFICANCE,
 };
 
 use super::Options;
 use crate::jobs::FastMap;
 use crate::result::{Comparison, Effect, Needed, Variation};
-use crate::tally::Tally;
+use crate::tally::{Mean, Tally};
 
 /// A cluster of a per-host design: (host, period, [wall, cpu]).
-pub type Cluster<'t> = (u32, u64, &'t [Moments; 2]);
+pub type Cluster<'t> = (u32, u64, &'t [Mean; 2]);
 
 /// The clusters of per-host designs, by cell.
 pub struct ClusterIndex<'t> {
@@ -50,11 +50,18 @@ impl<'t> ClusterIndex<'t> {
     }
 }
 
+/// `e^x` within the float range: an interval wider than e^±700 (a few
+/// jobs of wildly different times) shows its end as 1e304 or 1e-304,
+/// never infinite.
+pub fn exp_bounded(x: f64) -> f64 {
+    x.clamp(-700.0, 700.0).exp()
+}
+
 fn effect(w: &Welch, n: [u64; 2]) -> Effect {
     Effect {
-        ratio: w.difference.exp(),
-        ci_low: w.diff_ci_low.exp(),
-        ci_high: w.diff_ci_high.exp(),
+        ratio: exp_bounded(w.difference),
+        ci_low: exp_bounded(w.diff_ci_low),
+        ci_high: exp_bounded(w.diff_ci_high),
         p_value: w.p_value,
         p_adjusted: w.p_value,
         df: w.df,
@@ -83,6 +90,15 @@ fn plan_sds(ctrl: &Moments, arm: &Moments) -> Option<(f64, f64)> {
         (None, Some(a)) => Some((a, a)),
         (None, None) => None,
     }
+}
+
+/// Units needed in all, with `have` of them there.
+fn needed(n: UnitsNeeded, have: u64, unit: &str) -> Needed {
+    let (total, more_than) = match n {
+        UnitsNeeded::Exactly(n) => (n, false),
+        UnitsNeeded::MoreThan(n) => (n, true),
+    };
+    Needed { total, more: total.saturating_sub(have), more_than, unit: unit.into() }
 }
 
 /// `arm` (name, cell) against `control` (name, cell).
@@ -120,8 +136,7 @@ pub fn compare(
             let cpu = welch_from_moments(&pc, &pa).map(|w| effect(&w, [pa.n, pc.n]));
             let needed = plan_sds(&wc, &wa).and_then(|(sc, sa)| {
                 let s = share(arm.0, control.0, shares, wa.n, wc.n)?;
-                let total = welch_jobs_needed(sc, sa, s, delta, o.power)?;
-                Some(Needed { total, more: total.saturating_sub(wa.n + wc.n), unit: "hosts".into() })
+                Some(needed(welch_jobs_needed(sc, sa, s, delta, o.power)?, wa.n + wc.n, "hosts"))
             });
             let method = "Welch's t on per-host mean ln(time), hosts as units".to_string();
             ("host".to_string(), method, wall, cpu, needed)
@@ -150,10 +165,9 @@ pub fn compare(
             let (dw, dc) = (diffs(0), diffs(1));
             let wall = one_sample_from_moments(&dw).map(|w| effect(&w, [dw.n, dw.n]));
             let cpu = one_sample_from_moments(&dc).map(|w| effect(&w, [dc.n, dc.n]));
-            let needed = dw.stddev().and_then(|sd| {
-                let total = paired_units_needed(sd, delta, o.power)?;
-                Some(Needed { total, more: total.saturating_sub(dw.n), unit: "hosts with both arms".into() })
-            });
+            let needed = dw
+                .stddev()
+                .and_then(|sd| Some(needed(paired_units_needed(sd, delta, o.power)?, dw.n, "hosts with both arms")));
             let method = "Student's t over hosts of each host's mean ln(time) in arm periods less in control periods"
                 .to_string();
             ("host (paired periods)".to_string(), method, wall, cpu, needed)
@@ -163,8 +177,7 @@ pub fn compare(
             let cpu = welch_from_moments(&cc.cpu, &ca.cpu).map(|w| effect(&w, [ca.cpu.n, cc.cpu.n]));
             let needed = plan_sds(&cc.wall, &ca.wall).and_then(|(sc, sa)| {
                 let s = share(arm.0, control.0, shares, ca.wall.n, cc.wall.n)?;
-                let total = welch_jobs_needed(sc, sa, s, delta, o.power)?;
-                Some(Needed { total, more: total.saturating_sub(ca.wall.n + cc.wall.n), unit: "jobs".into() })
+                Some(needed(welch_jobs_needed(sc, sa, s, delta, o.power)?, ca.wall.n + cc.wall.n, "jobs"))
             });
             let method = "Welch's t on ln(time), jobs as units".to_string();
             ("job".to_string(), method, wall, cpu, needed)
@@ -234,6 +247,15 @@ pub fn settle(c: &mut Comparison, detect: f64, power: f64) {
         return;
     }
     c.verdict_text = match &c.needed {
+        Some(n) if n.more_than => format!(
+            "cannot decide yet: wall time ×{:.3} (95% CI {:.3} to {:.3}); more than {} {} in all would be needed to detect ±{pct}% with {:.0}% power",
+            e.ratio,
+            e.ci_low,
+            e.ci_high,
+            count(n.total),
+            n.unit,
+            power * 100.0
+        ),
         Some(n) if n.more > 0 => format!(
             "cannot decide yet: wall time ×{:.3} (95% CI {:.3} to {:.3}); about {} more {} to detect ±{pct}% with {:.0}% power",
             e.ratio,

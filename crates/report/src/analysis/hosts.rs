@@ -62,7 +62,7 @@ fn flag(scores: Scores, f: &Finished, metric: &str, floor: f64, out: &mut HostCh
         }
         let m: Vec<f64> = hosts.iter().map(|h| h.3).collect();
         let Some(z) = robust_z(&m) else { continue };
-        let diff = |raw: f64| if metric == "wall" { raw.exp_m1() * 100.0 } else { raw * 100.0 };
+        let diff = |raw: f64| if metric == "wall" { raw.clamp(-700.0, 700.0).exp_m1() * 100.0 } else { raw * 100.0 };
         let diffs: Vec<f64> = hosts.iter().map(|h| diff(h.2)).collect();
         let med = median(&diffs).unwrap_or(0.0);
         for ((host, n, raw, std), rz) in hosts.iter().zip(z) {

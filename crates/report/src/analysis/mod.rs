@@ -53,8 +53,15 @@ impl Default for Options {
     }
 }
 
+/// The smallest weight of an arm (`--shares`, the records' `arms`).
+pub const MIN_WEIGHT: f64 = 0.001;
+/// The largest weight of an arm: weights are relative, and within
+/// [`MIN_WEIGHT`] to this every share computed from them is a number.
+pub const MAX_WEIGHT: f64 = 1_000_000.0;
+
 /// Arms and weights from `auto:50,none:50` (a missing weight is 1).
-/// `Err` names the part that is not an arm with a positive weight.
+/// `Err` names the part that is not an arm with a weight from
+/// [`MIN_WEIGHT`] to [`MAX_WEIGHT`].
 pub fn parse_shares(text: &str) -> Result<Vec<(String, f64)>, String> {
     let mut out: Vec<(String, f64)> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -62,7 +69,7 @@ pub fn parse_shares(text: &str) -> Result<Vec<(String, f64)>, String> {
             Some((a, w)) => (a.trim(), w.trim().parse::<f64>().map_err(|_| part.to_string())?),
             None => (part, 1.0),
         };
-        if arm.is_empty() || !(w.is_finite() && w > 0.0) || out.iter().any(|(a, _)| a == arm) {
+        if arm.is_empty() || !(MIN_WEIGHT..=MAX_WEIGHT).contains(&w) || out.iter().any(|(a, _)| a == arm) {
             return Err(part.to_string());
         }
         out.push((arm.to_string(), w));
@@ -199,6 +206,7 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             first_start_unix: span.0.is_finite().then_some(span.0),
             last_end_unix: span.1.is_finite().then_some(span.1),
             table: f.table,
+            limits: crate::result::Limits::now(),
         },
         experiments: out,
         hosts: hosts::check(t, f, o.detect),
@@ -315,6 +323,9 @@ mod tests {
         assert_eq!(parse_shares("auto,none"), Ok(vec![("auto".into(), 1.0), ("none".into(), 1.0)]));
         assert_eq!(parse_shares("auto:x,none"), Err("auto:x".into()));
         assert_eq!(parse_shares("auto:0,none"), Err("auto:0".into()));
+        assert_eq!(parse_shares("auto:1e308,none:1e308"), Err("auto:1e308".into()));
+        assert_eq!(parse_shares("auto:NaN,none"), Err("auto:NaN".into()));
+        assert_eq!(parse_shares("auto:0.001,none:1000000"), Ok(vec![("auto".into(), 0.001), ("none".into(), 1e6)]));
         assert_eq!(parse_shares("auto,auto"), Err("auto".into()));
         assert_eq!(parse_shares(""), Err("".into()));
     }

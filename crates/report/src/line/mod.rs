@@ -54,6 +54,21 @@ pub const FIELDS: &[&str] = &[
     "hardware.cpu_model",
 ];
 
+/// How every record the library writes begins (`StepOutcome`'s first
+/// field, written compactly): where a record starts inside a line.
+pub const RECORD_START: &[u8] = b"{\"schema\":\"numakit-step-outcome/1";
+
+/// Why a part of a line before another record's start is bad.
+pub const CUT_SHORT: &str =
+    "a record cut short (its writer stopped mid-line, a full disk?), the next record written after it on the same line";
+
+/// Where the first record start ([`RECORD_START`]) in `line` is. Inside
+/// a JSON string its quotes would be escaped, so a match is a record's
+/// first byte.
+pub fn record_start(line: &[u8]) -> Option<usize> {
+    line.windows(RECORD_START.len()).position(|w| w == RECORD_START)
+}
+
 /// The error text that marks a line of another schema (or none).
 const OTHER: &str = "\u{0}other schema";
 

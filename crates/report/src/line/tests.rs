@@ -120,3 +120,14 @@ fn a_record_the_library_writes_reads_back() {
         (Some(ArmSource::Default), Some(9), None, Some("j"))
     );
 }
+
+#[test]
+fn a_record_starts_where_the_library_writes_its_schema() {
+    assert_eq!(record_start(LINE.as_bytes()), Some(0));
+    let torn = format!("{}{LINE}", &LINE[..391]);
+    assert_eq!(record_start(&torn.as_bytes()[1..]).map(|p| p + 1), Some(391));
+    // inside a string the quotes are escaped: no start there
+    let quoted = LINE.replace(r#""job_name":"reco""#, r#""job_name":"{\"schema\":\"numakit-step-outcome/1""#);
+    assert!(matches!(parse(quoted.as_bytes(), &[]), Parsed::Record(_)));
+    assert_eq!(record_start(&quoted.as_bytes()[1..]), None);
+}

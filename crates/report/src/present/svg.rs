@@ -13,9 +13,9 @@ const LEFT: f64 = 360.0;
 const PLOT: f64 = 400.0;
 const ROW: f64 = 20.0;
 
-/// Text made safe inside SVG (and HTML).
+/// Text made safe inside SVG (and HTML): [`numakit::text::xml`].
 pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    numakit::text::xml(s)
 }
 
 fn colour(verdict: &str) -> &'static str {
@@ -27,7 +27,10 @@ fn colour(verdict: &str) -> &'static str {
     }
 }
 
+/// `s` as a label of at most `n` characters: its control characters
+/// escaped first ([`super::name`]), then cut.
 fn short(s: &str, n: usize) -> String {
+    let s = super::name(s);
     if s.chars().count() <= n {
         s.to_string()
     } else {
@@ -55,8 +58,8 @@ pub fn render(r: &Report) -> String {
                         "{} · {} · {} vs {}",
                         short(g.group.as_deref().unwrap_or("(none)"), 24),
                         short(&g.hardware_key, 18),
-                        c.arm,
-                        c.control
+                        short(&c.arm, 16),
+                        short(&c.control, 16)
                     );
                     let label = if r.experiments.len() > 1 {
                         format!("{}: {name}", short(e.name.as_deref().unwrap_or("-"), 12))
@@ -89,7 +92,7 @@ pub fn render(r: &Report) -> String {
                         "{} · {} · {}",
                         short(g.group.as_deref().unwrap_or("(none)"), 24),
                         short(&g.hardware_key, 18),
-                        a.arm
+                        short(&a.arm, 16)
                     );
                     dist.push((label, a.arm.clone(), q, gm));
                 }

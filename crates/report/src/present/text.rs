@@ -5,8 +5,16 @@
 
 use std::fmt::Write as _;
 
+use super::name;
 use crate::analysis::compare_text::{count, p_text, pct_text};
 use crate::result::{ArmSummary, Comparison, Effect, Experiment, Report};
+
+/// A line of the report's own words with outside text in it (a verdict
+/// naming arms, a note quoting the records): its control characters
+/// escaped, not cut.
+fn one_line(s: &str) -> String {
+    numakit::text::one_line(s, usize::MAX)
+}
 
 /// A duration as people read it: 45.2s, 29m06s, 3h02m, 2d04h.
 pub fn duration(s: f64) -> String {
@@ -40,7 +48,7 @@ fn arm_line(out: &mut String, a: &ArmSummary) {
     let _ = writeln!(
         out,
         "    {:10} {:9} {:>9}{clusters} {:>7} {:>9} {:>8} {:>26} {:>9} {:>8}",
-        a.arm,
+        name(&a.arm),
         a.source,
         count(a.jobs),
         count(a.failed),
@@ -76,7 +84,7 @@ fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
 }
 
 fn comparison(out: &mut String, c: &Comparison, how: &str) {
-    let _ = writeln!(out, "    {} against {} ({}):", c.arm, c.control, c.method);
+    let _ = writeln!(out, "    {} against {} ({}):", name(&c.arm), name(&c.control), c.method);
     effect_line(out, "wall time", &c.wall, how);
     effect_line(out, "CPU time", &c.cpu, how);
     match &c.variation {
@@ -95,11 +103,14 @@ fn comparison(out: &mut String, c: &Comparison, how: &str) {
                 v.sd_arm * 100.0,
                 p_text(v.p_value),
                 p_text(v.p_adjusted),
-                v.note.as_ref().map_or(String::new(), |n| format!("  ({n})"))
+                v.note.as_ref().map_or(String::new(), |n| format!("  ({})", name(n)))
             );
         }
     }
-    if let Some(n) = &c.needed {
+    if let Some(n) = c.needed.as_ref().filter(|n| n.more_than) {
+        let _ =
+            writeln!(out, "      {:10} more than {} {} in all for this comparison", "needed", count(n.total), n.unit);
+    } else if let Some(n) = &c.needed {
         let _ = writeln!(
             out,
             "      {:10} {} {} in all for this comparison ({} more)",
@@ -109,25 +120,26 @@ fn comparison(out: &mut String, c: &Comparison, how: &str) {
             count(n.more)
         );
     }
-    let _ = writeln!(out, "      => {}", c.verdict_text);
+    let _ = writeln!(out, "      => {}", one_line(&c.verdict_text));
 }
 
 fn experiment(out: &mut String, e: &Experiment, r: &Report) {
-    let name = e.name.as_deref().unwrap_or("(no experiment)");
-    let _ = writeln!(out, "\nexperiment {name}: unit {}", e.unit);
+    let exp = e.name.as_deref().map_or("(no experiment)".to_string(), name);
+    let _ = writeln!(out, "\nexperiment {exp}: unit {}", e.unit);
     for l in wrap(&e.design, 96) {
         let _ = writeln!(out, "  {l}");
     }
     if !e.shares.is_empty() {
-        let s: Vec<String> = e.shares.iter().map(|(a, w)| format!("{a}:{}", pct_text(*w))).collect();
+        let s: Vec<String> = e.shares.iter().map(|(a, w)| format!("{}:{}", name(a), pct_text(*w))).collect();
         let _ = writeln!(out, "  shares: {} ({})", s.join(","), e.shares_from);
     }
     for n in &e.notes {
-        let _ = writeln!(out, "  note: {n}");
+        let _ = writeln!(out, "  note: {}", one_line(n));
     }
     let how = &r.settings.adjustment;
     for g in &e.groups {
-        let _ = writeln!(out, "\n  {} on {}", g.group.as_deref().unwrap_or("(no value)"), g.hardware_key);
+        let group = g.group.as_deref().map_or("(no value)".to_string(), name);
+        let _ = writeln!(out, "\n  {group} on {}", name(&g.hardware_key));
         let _ = writeln!(
             out,
             "    {:10} {:9} {:>9} {:>7} {:>9} {:>8} {:>26} {:>9} {:>8}",
@@ -140,7 +152,7 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
             let _ = writeln!(out, "    (chosen and default arms are shown, never compared: not randomized)");
         }
         if let Some(n) = &g.note {
-            let _ = writeln!(out, "    {n}");
+            let _ = writeln!(out, "    {}", one_line(n));
         }
         for c in &g.comparisons {
             comparison(out, c, how);
@@ -150,9 +162,10 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
     if let Some(o) = &b.overall {
         let _ = writeln!(out, "\n  balance against the shares ({} p-values adjusted over hosts, days):", how);
         let parts: Vec<String> =
-            o.counts.iter().map(|(a, n, x)| format!("{a} {} (expected {x:.0})", count(*n))).collect();
+            o.counts.iter().map(|(a, n, x)| format!("{} {} (expected {x:.0})", name(a), count(*n))).collect();
         let verdict = if o.p_value < r.settings.alpha { "OFF" } else { "as configured" };
-        let _ = writeln!(out, "    {}: {}; chi-square p {}: {verdict}", o.what, parts.join(", "), p_text(o.p_value));
+        let _ =
+            writeln!(out, "    {}: {}; chi-square p {}: {verdict}", name(&o.what), parts.join(", "), p_text(o.p_value));
         if e.unit == "job" {
             let _ = writeln!(
                 out,
@@ -165,18 +178,20 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
             );
         }
         for t in b.hosts_off.iter().chain(&b.days_off).take(20) {
-            let parts: Vec<String> = t.counts.iter().map(|(a, n, x)| format!("{a} {n} (expected {x:.1})")).collect();
+            let parts: Vec<String> =
+                t.counts.iter().map(|(a, n, x)| format!("{} {n} (expected {x:.1})", name(a))).collect();
             let _ = writeln!(
                 out,
                 "    OFF {}: {}; p {} ({how} {})",
-                t.what,
+                name(&t.what),
                 parts.join(", "),
                 p_text(t.p_value),
                 p_text(t.p_adjusted)
             );
         }
         if !b.unknown_arms.is_empty() {
-            let _ = writeln!(out, "    arms not in the configuration: {}", b.unknown_arms.join(", "));
+            let arms: Vec<String> = b.unknown_arms.iter().map(|a| name(a)).collect();
+            let _ = writeln!(out, "    arms not in the configuration: {}", arms.join(", "));
         }
     }
 }
@@ -219,10 +234,10 @@ pub fn render(r: &Report) -> String {
         count(c.too_long)
     );
     for b in &i.bad_examples {
-        let _ = writeln!(out, "  bad: {b}");
+        let _ = writeln!(out, "  bad: {}", one_line(b));
     }
     for w in &i.warnings {
-        let _ = writeln!(out, "  warning: {w}");
+        let _ = writeln!(out, "  warning: {}", one_line(w));
     }
     let _ = writeln!(
         out,
@@ -233,6 +248,27 @@ pub fn render(r: &Report) -> String {
         count(c.zero_time),
         count(c.extern_lines)
     );
+    let l = &i.limits;
+    if c.limited_lines > 0 {
+        let _ = writeln!(
+            out,
+            "  limits: {} record lines of clusters beyond the first {} or of cells beyond the first {} left out, and {} jobs with them (memory is bounded: docs/experiments.md)",
+            count(c.limited_lines),
+            count(l.clusters),
+            count(l.cells),
+            count(c.limited_jobs)
+        );
+    }
+    if c.unscored_lines + c.unscored_jobs > 0 {
+        let _ = writeln!(
+            out,
+            "  limits: {} lines and {} jobs of hosts beyond the first {} (or beyond {} figures per host table) left out of the host checks, the balance per host and day, and per-host designs",
+            count(c.unscored_lines),
+            count(c.unscored_jobs),
+            count(l.hosts),
+            count(l.host_figures)
+        );
+    }
     if c.spans_clusters > 0 {
         let _ = writeln!(
             out,
@@ -270,7 +306,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             out,
             "  {} ({}): {:+.1}{unit} (median of {} hosts {:+.1}); robust z {:.1}, own z {:.1}, n {}",
-            f.host,
+            name(&f.host),
             f.metric,
             f.difference,
             f.hosts_of_key,
@@ -281,7 +317,7 @@ pub fn render(r: &Report) -> String {
         );
     }
     if let Some(s) = &r.sacct {
-        let _ = writeln!(out, "\nsacct: {}", s.source);
+        let _ = writeln!(out, "\nsacct: {}", one_line(&s.source));
         let _ = writeln!(
             out,
             "  rows: {} jobs, {} steps (not joined), {} not understood; joined {} jobs, {} with records and no row, {} rows without records",
@@ -292,6 +328,13 @@ pub fn render(r: &Report) -> String {
             count(c.sacct_missing),
             count(c.sacct_only)
         );
+        if !s.missing_columns.is_empty() {
+            let _ = writeln!(
+                out,
+                "  columns missing: {} (unknown: a job without a state is not counted as failed)",
+                s.missing_columns.join(", ")
+            );
+        }
         for (what, a) in [("wall vs ElapsedRaw", &s.wall), ("CPU vs TotalCPU", &s.cpu)] {
             let _ = writeln!(
                 out,
@@ -305,13 +348,13 @@ pub fn render(r: &Report) -> String {
                 a.gap_max_s
             );
             for (job, ours, theirs) in &a.worst {
-                let _ = writeln!(out, "    {job}: records {ours:.1} s, sacct {theirs:.1} s");
+                let _ = writeln!(out, "    {}: records {ours:.1} s, sacct {theirs:.1} s", name(job));
             }
         }
         let st: Vec<String> = s
             .states
             .iter()
-            .map(|(s, n)| format!("{} {}", if s.is_empty() { "(none)" } else { s }, count(*n)))
+            .map(|(s, n)| format!("{} {}", if s.is_empty() { "(unknown)" } else { s }, count(*n)))
             .collect();
         let _ = writeln!(out, "  states: {}", st.join(", "));
     }

@@ -374,7 +374,7 @@ pub(super) fn notes(path: &str) -> Option<Notes> {
         "report" => n(
             vec![
                 code(0, "The report was printed (whatever it says about the arms)."),
-                code(1, "An input, the sacct file or an output file cannot be read or written; sacct failed or timed out."),
+                code(1, "An input, the sacct file or an output file cannot be read or written; sacct failed or timed out. An input (or a folder below a named one) that cannot be read to its end is named on standard error and left out; the report of the rest is printed, and the exit status is 1."),
                 code(2, USAGE),
             ],
             vec![

@@ -207,7 +207,7 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
         (Some(s), Some(e)) => (
             e.user_usec.saturating_sub(s.user_usec) as f64 * 1e-6,
             e.system_usec.saturating_sub(s.system_usec) as f64 * 1e-6,
-            "cpu.stat",
+            e.source,
         ),
         _ => (ended.cpu.0, ended.cpu.1, "rusage"),
     };

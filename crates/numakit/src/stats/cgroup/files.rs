@@ -114,10 +114,13 @@ pub struct CgroupCounters {
 }
 
 impl CgroupCounters {
-    /// Reads `memory.stat` of a cgroup: nothing else, so that a snapshot
-    /// at step start costs one small read.
+    /// Reads `memory.stat` of a cgroup (on v1, in the memory hierarchy):
+    /// nothing else, so that a snapshot at step start costs one small read.
     pub fn read(sys: &SysRoot, dir: &CgroupDir) -> Result<Self, SysError> {
-        let rel = format!("{}/memory.stat", dir.folder);
+        let Some(folder) = crate::procs::cgroup::controller_folder(sys, &dir.folder, "memory")? else {
+            return Ok(Self::default());
+        };
+        let rel = format!("{folder}/memory.stat");
         match sys.read(&rel)? {
             None => Ok(Self::default()),
             Some(t) => parse_memory_stat(&t).map_err(|p| sys.invalid(&rel, p)),

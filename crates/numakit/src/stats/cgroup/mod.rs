@@ -192,11 +192,15 @@ pub struct JobReport {
     pub cpus_nodes: NodeSet,
     /// `cpuset.cpus.effective` of the cgroup, or of its nearest ancestor
     /// that has one where the cpuset controller is not enabled in it
-    /// ([`cgroup::effective_cpus_in`]; `None` when no folder up to
-    /// `/sys/fs/cgroup` has one).
+    /// ([`cgroup::effective_cpus_in`]; v1: `cpuset.effective_cpus`;
+    /// `None` when no folder up to `/sys/fs/cgroup` has one).
     pub allowed_cpus: Option<CpuSet>,
     /// The nodes of `allowed_cpus`.
     pub allowed_nodes: Option<NodeSet>,
+    /// The file `allowed_cpus` is read from: `cpuset.cpus.effective`, or
+    /// v1's `cpuset.effective_cpus` (in the v1 cpuset hierarchy, the
+    /// cgroup's path or its nearest folder above).
+    pub allowed_cpus_file: &'static str,
     /// `memory.numa_stat` (`None` without the file).
     pub numa_stat: Option<NumaStat>,
     /// `memory.stat`'s NUMA counters.
@@ -245,12 +249,18 @@ impl JobReport {
         unreadable.extend(read.unreadable);
         exited.sort_unstable();
         unreadable.sort_unstable();
-        let rel = format!("{}/memory.numa_stat", dir.folder);
-        let numa_stat = match sys.read(&rel)? {
+        let numa_stat = match cgroup::controller_folder(sys, &dir.folder, "memory")? {
             None => None,
-            Some(t) => Some(parse_numa_stat(&t, page_bytes).map_err(|p| sys.invalid(&rel, p))?),
+            Some(memory) => {
+                let rel = format!("{memory}/memory.numa_stat");
+                match sys.read(&rel)? {
+                    None => None,
+                    Some(t) => Some(parse_numa_stat(&t, page_bytes).map_err(|p| sys.invalid(&rel, p))?),
+                }
+            }
         };
         let allowed_cpus = cgroup::effective_cpus_in(sys, &dir.folder)?;
+        let allowed_cpus_file = cgroup::cpus_file(sys, &dir.folder);
         let allowed_nodes =
             allowed_cpus.as_ref().map(|c| c.iter().filter_map(|cpu| topo.node_of_cpu(cpu)).collect::<NodeSet>());
         Ok(Self::from_parts(
@@ -261,8 +271,7 @@ impl JobReport {
             unreadable,
             topo,
             numa_stat,
-            allowed_cpus,
-            allowed_nodes,
+            (allowed_cpus, allowed_nodes, allowed_cpus_file),
             counters,
         ))
     }
@@ -277,8 +286,7 @@ impl JobReport {
         unreadable: Vec<i32>,
         topo: &Topology,
         numa_stat: Option<NumaStat>,
-        allowed_cpus: Option<CpuSet>,
-        allowed_nodes: Option<NodeSet>,
+        (allowed_cpus, allowed_nodes, allowed_cpus_file): (Option<CpuSet>, Option<NodeSet>, &'static str),
         counters: CgroupCounters,
     ) -> JobReport {
         let mut per: BTreeMap<u32, JobNode> =
@@ -325,6 +333,7 @@ impl JobReport {
             cpus_nodes,
             allowed_cpus,
             allowed_nodes,
+            allowed_cpus_file,
             numa_stat,
             counters,
         }

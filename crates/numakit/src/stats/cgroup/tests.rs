@@ -149,6 +149,7 @@ fn hybrid_hosts_and_v1_memory_folders() {
     write(d.path(), "sys/fs/cgroup/unified/cgroup.controllers", "");
     write(d.path(), "sys/fs/cgroup/unified/a/cgroup.procs", "5\n");
     write(d.path(), "sys/fs/cgroup/memory/cgroup.procs", "1\n");
+    write(d.path(), "sys/fs/cgroup/memory/tasks", "1\n");
     write(d.path(), "sys/fs/cgroup/memory/slurm/uid_1/job_8/step_batch/cgroup.procs", "6\n");
     let sys = SysRoot::at(d.path());
     assert_eq!(CgroupDir::resolve(&sys, "/a").expect("v2").folder, "sys/fs/cgroup/unified/a");
@@ -219,11 +220,57 @@ fn a_cgroup_without_cpuset_files_has_its_nearest_ancestors_cpus() {
     std::fs::remove_file(d.path().join("sys/fs/cgroup/cpuset.cpus.effective")).expect("rm");
     let r = JobReport::collect(&sys, task).expect("collect");
     assert_eq!((r.allowed_cpus, r.allowed_nodes), (None, None));
-    // A v1 memory hierarchy's folder has no cpuset files anywhere above it.
-    write(d.path(), "sys/fs/cgroup/memory/cgroup.procs", "1\n");
-    write(d.path(), "sys/fs/cgroup/memory/slurm/job_5/cgroup.procs", "");
-    let r = JobReport::collect(&sys, "/sys/fs/cgroup/memory/slurm/job_5").expect("v1");
+}
+
+#[test]
+fn a_v1_step_reads_each_controller_in_its_own_hierarchy() {
+    // EL8 (cgroup v1): Slurm's step in the memory, cpuset, cpu,cpuacct
+    // and freezer hierarchies, on a machine of two nodes (CPUs 0-1, 2-3).
+    let d = tempfile::tempdir().expect("tmp");
+    crate::topo::synth::SynthMachine::two_by_two(1024).write(d.path()).expect("synth");
+    cgroup::tests::v1_host(d.path());
+    let step = "slurm/uid_1000/job_5/step_0";
+    write(
+        d.path(),
+        &format!("sys/fs/cgroup/memory/{step}/memory.numa_stat"),
+        "hierarchical_anon=3 N0=1 N1=2
+",
+    );
+    write(
+        d.path(),
+        &format!("sys/fs/cgroup/memory/{step}/memory.stat"),
+        "cache 0
+rss 4096
+",
+    );
+    let sys = SysRoot::at(d.path());
+    let path = format!("/{step}");
+    let r = JobReport::collect(&sys, &path).expect("v1");
+    assert_eq!(r.cgroup.folder, format!("sys/fs/cgroup/memory/{step}"));
+    assert_eq!(r.slurm, Some(SlurmIds { job_id: 5, step: Some("0".into()) }));
+    assert_eq!(r.allowed_cpus.as_ref().map(|c| c.to_list()).as_deref(), Some("2-3"));
+    assert_eq!(r.allowed_nodes.as_ref().map(|n| n.to_list()).as_deref(), Some("1"));
+    assert_eq!(r.allowed_cpus_file, "cpuset.effective_cpus");
+    assert_eq!(r.nodes.iter().map(|n| n.charged_anon_bytes).collect::<Vec<_>>(), [Some(4096), Some(8192)]);
+    assert!(r.counters.memory_stat, "v1's memory.stat, without NUMA counters");
+    let text = crate::present::cgroup::text(&r, None);
+    assert!(text.contains("allowed CPUs 2-3 (node 1, cpuset.effective_cpus)"), "{text}");
+    // Without a memory cgroup (no ConstrainRAMSpace): found in another
+    // hierarchy, its CPUs still the cpuset hierarchy's, no memory files.
+    std::fs::remove_dir_all(d.path().join("sys/fs/cgroup/memory/slurm")).expect("rm");
+    let r = JobReport::collect(&sys, &path).expect("v1 without memory");
+    assert_eq!(r.cgroup.folder, format!("sys/fs/cgroup/cpu,cpuacct/{step}"));
+    assert_eq!(r.processes.len() + r.exited.len(), 1, "the task in task_0/");
+    assert_eq!(r.allowed_cpus.as_ref().map(|c| c.to_list()).as_deref(), Some("2-3"));
+    assert_eq!((r.numa_stat.is_none(), r.counters.memory_stat), (true, false));
+    // No cpuset hierarchy at all: unknown, naming v1's file.
+    std::fs::remove_dir_all(d.path().join("sys/fs/cgroup/cpuset")).expect("rm");
+    let r = JobReport::collect(&sys, &path).expect("v1 without cpuset");
     assert_eq!(r.allowed_cpus, None);
+    let text = crate::present::cgroup::text(&r, None);
+    assert!(text.contains("allowed CPUs unknown (no cpuset.effective_cpus)"), "{text}");
+    let e = CgroupDir::resolve(&sys, "/b").unwrap_err().to_string();
+    assert!(e.ends_with("nor the same in 3 other v1 hierarchies"), "{e}");
 }
 
 #[test]

@@ -29,9 +29,11 @@ impl CgroupDir {
     /// Finds the cgroup `typed` names: a path as `/proc/PID/cgroup` shows it
     /// (`/system.slice/slurmstepd.scope/job_42`; a pasted `0::` prefix is
     /// dropped), looked for in the unified hierarchy
-    /// ([`cgroup::unified_root`]) and then in a v1 memory hierarchy
-    /// (`/sys/fs/cgroup/memory`), or an absolute folder under
-    /// `/sys/fs/cgroup`. The folder must hold `cgroup.procs`.
+    /// ([`cgroup::unified_root`]) and then in the v1 hierarchies, the
+    /// memory hierarchy first ([`cgroup::v1_hierarchies`]: a Slurm step
+    /// without a memory cgroup is in the cpuset or freezer one), or an
+    /// absolute folder under `/sys/fs/cgroup`. The folder must hold
+    /// `cgroup.procs`.
     pub fn resolve(sys: &SysRoot, typed: &str) -> Result<CgroupDir, CgroupError> {
         let invalid = |why: &str| CgroupError::Invalid { typed: quote(typed), why: why.to_string() };
         let stripped = typed.strip_prefix("0::").unwrap_or(typed);
@@ -53,10 +55,7 @@ impl CgroupDir {
         } else {
             let rest = if path == "/" { "" } else { path };
             let mut c = vec![format!("{}{rest}", cgroup::unified_root(sys))];
-            if sys.exists("sys/fs/cgroup/memory/cgroup.procs") && !sys.exists("sys/fs/cgroup/memory/cgroup.controllers")
-            {
-                c.push(format!("sys/fs/cgroup/memory{rest}"));
-            }
+            c.extend(cgroup::v1_hierarchies(sys)?.into_iter().map(|h| format!("{h}{rest}")));
             c
         };
         for folder in &candidates {
@@ -64,7 +63,10 @@ impl CgroupDir {
                 return Ok(CgroupDir { path: path.to_string(), folder: folder.clone() });
             }
         }
-        let looked: Vec<String> = candidates.iter().map(|c| format!("/{c}/cgroup.procs")).collect();
+        let mut looked: Vec<String> = candidates.iter().take(2).map(|c| format!("/{c}/cgroup.procs")).collect();
+        if candidates.len() > 2 {
+            looked.push(format!("the same in {} other v1 hierarchies", candidates.len() - 2));
+        }
         let why = one_line(&format!("no {}", looked.join(" nor ")), 4 * QUOTE_MAX_CHARS);
         Err(CgroupError::NotFound { typed: quote(typed), why })
     }
