@@ -273,6 +273,11 @@ pub struct RunArgs {
     /// With --auto: CPUs kept for the OS, never given to the job.
     #[arg(long, value_name = "CPUS", requires = "auto")]
     pub reserve: Option<String>,
+    /// With --auto: next to the job's devices (the GPUs and NICs its batch system's variables name)
+    /// even where they lack idle CPUs, as --numa=devices; without it a device job goes there when it
+    /// fits.
+    #[arg(long, requires = "auto")]
+    pub near_devices: bool,
     /// With --auto: when nothing fits now, wait up to this long for a fit (90, 30s, 10m, 2h)
     /// instead of exiting 75 at once.
     #[arg(long, value_name = "DURATION", requires = "auto")]
@@ -301,7 +306,7 @@ pub struct RunArgs {
     /// With --auto: the guard file: arms stopped for a class, whose jobs get the control.
     #[arg(long, value_name = "FILE", requires = "auto")]
     pub guard: Option<PathBuf>,
-    /// With --auto: the job asked for this mode itself (auto, local, interleave, none,
+    /// With --auto: the job asked for this mode itself (auto, devices, local, interleave, none,
     /// nodes:LIST): it is placed so and recorded as chosen, whatever the experiment draws.
     #[arg(long, value_name = "MODE", requires = "auto")]
     pub chosen: Option<String>,

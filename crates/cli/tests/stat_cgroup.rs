@@ -125,3 +125,48 @@ fn this_hosts_own_cgroup() {
     assert_eq!(v["total_bytes"].as_u64(), Some(sum));
     assert!(v["own_local_bytes"].as_u64() <= v["own_bytes"].as_u64());
 }
+
+/// A GPU job's report says which GPU its environment names (CUDA's UUID
+/// here) and how much of its memory sits next to it: process 20's GPU is
+/// on node 1, and 100 of the job's 300 pages are there.
+#[test]
+fn a_gpu_jobs_devices_and_its_memory_next_to_them() {
+    use numakit::topo::synth::{write_devices, SynthDevice, SynthDeviceKind};
+    let d = tempfile::tempdir().expect("tmp");
+    fake(d.path(), 7);
+    write_devices(
+        d.path(),
+        &[SynthDevice {
+            address: "0000:41:00.0".into(),
+            node: Some(1),
+            kind: SynthDeviceKind::NvidiaGpu {
+                minor: 0,
+                model: "NVIDIA H100".into(),
+                uuid: "GPU-12345678-0000-0000-0000-000000000000".into(),
+                memory_node: None,
+            },
+        }],
+    )
+    .expect("devices");
+    write(d.path(), "proc/20/environ", "HOME=/home/u\0CUDA_VISIBLE_DEVICES=GPU-12345678\0");
+    let root = d.path().to_string_lossy().to_string();
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(
+        out.ends_with(
+            "  devices (CUDA_VISIBLE_DEVICES=GPU-12345678):\n    GPU-12345678 0000:41:00.0 NVIDIA H100, node 1\n    \
+             memory next to them (node 1): 400 KiB of 1.2 MiB, 33.3%\n"
+        ),
+        "{out}"
+    );
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH, "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["devices"]["devices"][0]["node"].as_u64(), Some(1), "{v}");
+    assert_eq!(v["devices"]["near_bytes"].as_u64(), Some(100 * 4096), "{v}");
+    // Without devices in any environment: no devices key, no lines.
+    std::fs::remove_file(d.path().join("proc/20/environ")).expect("rm");
+    let o = numakit(&["--sysroot", &root, "stat", "--cgroup", PATH, "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v.get("devices").is_none(), "{v}");
+}

@@ -175,6 +175,7 @@ impl StaticBind {
             packages: Vec::new(),
             caches: Vec::new(),
             pci_devices: Vec::new(),
+            gpus: Vec::new(),
             allowed: Allowed { cpus: all, nodes: ids, from: "simulated".into() },
             memory_accounting: None,
             numa_info: true,
@@ -208,7 +209,8 @@ impl Policy for StaticBind {
                 }
             })
             .collect();
-        let req = AutoRequest { cpus: job.threads, mem_bytes: job.mem_bytes as u64, reserve: CpuSet::new() };
+        let req =
+            AutoRequest { cpus: job.threads, mem_bytes: job.mem_bytes as u64, reserve: CpuSet::new(), near: None };
         let d = auto::decide(&self.topo, &loads, &req).ok()?;
         let cpu_mask = self.mask(&self.topo.nodes_of_cpus(d.plan.cpus.as_ref()?));
         let pol = match &d.plan.memory {

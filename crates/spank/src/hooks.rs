@@ -116,7 +116,7 @@ pub fn init(spank: SpankHandle, args: &[String]) -> Result<(), ()> {
 
 fn usage(site: &Site) -> String {
     let mut text =
-        format!("NUMA placement of each task: auto, local, interleave, none or nodes:LIST (default {}", site.default);
+        format!("NUMA placement of each task: auto, devices (next to its GPUs and NICs), local, interleave, none or nodes:LIST (default {}", site.default);
     if site.allowed.len() < MODE_NAMES.len() {
         text.push_str(&format!("; allowed here: {}", site.allowed.join(", ")));
     }
@@ -267,7 +267,23 @@ pub fn task_init(spank: SpankHandle) -> Result<(), ()> {
     // does not track memory), shared by its tasks here.
     let step_mib = ffi::get_u64(spank, Item::StepAllocMem).unwrap_or(0);
     let mem_bytes = step_mib.saturating_mul(1 << 20) / u64::from(tasks_here.max(1));
-    let task = TaskInfo { label: who.clone(), cpus, mem_bytes, reserve: CpuSet::new(), job_step: Some(ids.job_step()) };
+    // The task's GPUs and NICs, from the variables Slurm gave it (SPANK has
+    // no item for a job's GRES): the one at its local id when it sees several.
+    let devices = match mode {
+        JobMode::Auto | JobMode::Devices => {
+            let task_id = ffi::get_i32(spank, Item::TaskId).unwrap_or(0).max(0) as u32;
+            batch::devices::of_task(&SysRoot::live(), &|k| ffi::getenv(spank, k), &|_| None, task_id, tasks_here)
+        }
+        _ => Default::default(),
+    };
+    let task = TaskInfo {
+        label: who.clone(),
+        cpus,
+        mem_bytes,
+        reserve: CpuSet::new(),
+        job_step: Some(ids.job_step()),
+        devices,
+    };
     let site = site();
     let cgroup = if mode == JobMode::None { job_cgroup(ids.job) } else { None };
     let started = std::time::Instant::now();

@@ -80,6 +80,11 @@ pub struct SlurmSpec {
     /// The contents of `cgroup.conf` (beside `slurm.conf`, where Slurm looks
     /// for it); `None` writes none (Slurm's defaults).
     pub cgroup_conf: Option<String>,
+    /// The node's generic resources (`Gres=gpu:2` on its node line), with
+    /// `gres_conf`.
+    pub node_gres: Option<String>,
+    /// The contents of `gres.conf` (beside `slurm.conf`); `None` writes none.
+    pub gres_conf: Option<String>,
     /// How long the daemons may take to be ready.
     pub ready_timeout: Duration,
     /// Keep Slurm's accounting in a slurmdbd with MariaDB ([`crate::slurmdbd`]).
@@ -95,6 +100,8 @@ impl Default for SlurmSpec {
             plugstack: String::new(),
             extra_conf: Vec::new(),
             cgroup_conf: None,
+            node_gres: None,
+            gres_conf: None,
             ready_timeout: DAEMON_START,
             accounting: false,
         }
@@ -369,7 +376,13 @@ impl Slurm {
             conf.push_str(line);
             conf.push('\n');
         }
-        conf.push_str(&node_line);
+        match &spec.node_gres {
+            Some(g) => conf.push_str(&node_line.replace(" State=UNKNOWN", &format!(" Gres={g} State=UNKNOWN"))),
+            None => conf.push_str(&node_line),
+        }
+        if let Some(text) = &spec.gres_conf {
+            fs::write(self.dir.join("gres.conf"), text).map_err(|e| io("gres.conf", e))?;
+        }
         conf.push_str(&format!("PartitionName=test Nodes={} Default=YES MaxTime=INFINITE State=UP\n", self.node));
         if let Some(text) = &spec.cgroup_conf {
             fs::write(self.dir.join("cgroup.conf"), text).map_err(|e| io("cgroup.conf", e))?;

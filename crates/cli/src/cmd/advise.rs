@@ -2,7 +2,8 @@
 //! (numad's `-w`). The nodes' idle CPUs and free memory come from the
 //! running daemon's last scan when it answers on its socket, else from a
 //! fresh sample (/proc/stat over 200 ms); the choice is
-//! `place::auto::decide` either way, the function `run --auto` uses.
+//! `place::auto::decide` either way, the function `run --auto` uses, with
+//! the devices the environment's batch variables name.
 
 use clap::Args;
 use numakit::place::auto::{AutoRequest, EX_TEMPFAIL};
@@ -27,6 +28,11 @@ pub struct AdviseArgs {
     pub reserve: Option<String>,
     #[command(flatten)]
     pub daemon: crate::cli::SocketArg,
+    /// Next to the job's devices (the GPUs and NICs the batch system's variables in this
+    /// environment name) even where they lack idle CPUs; without it a device job goes there when
+    /// it fits.
+    #[arg(long)]
+    pub near_devices: bool,
     /// Do not ask the daemon; sample the system now.
     #[arg(long)]
     pub no_daemon: bool,
@@ -44,6 +50,7 @@ pub fn run(sys: &SysRoot, args: &AdviseArgs) -> anyhow::Result<u8> {
         cpus: args.cpus,
         mem_bytes: parse_size(&args.mem)?,
         reserve: parse_reserve(&topo, args.reserve.as_ref())?,
+        near: super::common::task_devices(sys).near(args.near_devices),
     };
     let (d, source) = advise(sys, &topo, req, args.daemon.socket.as_ref(), args.no_daemon)?;
     match d {

@@ -324,6 +324,53 @@ pub fn advise(
     Ok((auto::decide(topo, &loads, &req), source))
 }
 
+/// The devices this process's batch system gave it (`batch::devices`):
+/// its GPUs and NICs from its variables, HTCondor's job ad read as a named
+/// file; for one of several tasks of a Slurm step on this host
+/// (`SLURM_LOCALID`, `SLURM_NTASKS`), the GPU at its local id.
+pub fn task_devices(sys: &SysRoot) -> numakit::batch::devices::JobDevices {
+    let var = |k: &str| std::env::var(k).ok();
+    let file = |p: &str| numakit::files::read_named_text(std::path::Path::new(p)).ok();
+    let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u32>().ok());
+    let (task, tasks) = (num("SLURM_LOCALID").unwrap_or(0), num("SLURM_NTASKS").unwrap_or(1));
+    numakit::batch::devices::of_task(sys, &var, &file, task, tasks)
+}
+
+/// The devices process `pid` was given (its environment, where root or its
+/// owner may read it) as `show` and `stat --cgroup` show them, with the
+/// share of `memory` (bytes per node) next to them; `None` where its
+/// environment names none or cannot be read.
+pub fn process_devices(
+    sys: &SysRoot,
+    topo: &Topology,
+    pid: i32,
+    memory: &[(u32, u64)],
+) -> Option<numakit::present::show::DevicesView> {
+    use numakit::present::show::{DeviceView, DevicesView};
+    let env = numakit::procs::read_environ(sys, pid).ok().flatten()?;
+    let devices = numakit::batch::devices::of_process(sys, &env);
+    if devices.source.is_empty() {
+        return None;
+    }
+    let memory_nodes = numakit::place::near::memory_near(topo, &devices.nodes());
+    Some(DevicesView {
+        source: devices.source.clone(),
+        devices: devices
+            .devices
+            .iter()
+            .map(|d| DeviceView {
+                name: d.name.clone(),
+                address: d.address.clone(),
+                model: d.model.clone(),
+                node: d.node,
+            })
+            .collect(),
+        unknown: devices.unknown.clone(),
+        near_bytes: memory.iter().filter(|(n, _)| memory_nodes.contains(*n)).map(|(_, b)| b).sum(),
+        memory_nodes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

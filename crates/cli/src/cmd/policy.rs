@@ -95,7 +95,7 @@ pub enum GuardAction {
         /// The class (a policy rule's name).
         #[arg(long)]
         class: String,
-        /// The arm to stop (auto, local, interleave, daemon-on, ...).
+        /// The arm to stop (auto, devices, local, interleave, daemon-on, ...).
         #[arg(long)]
         arm: String,
         /// Only this experiment's arm (default: whatever gives the arm).

@@ -155,18 +155,20 @@ fn place_auto(
         Some(s) => parse_size(s)?,
         None => batch::env::slurm_task_mem(&|k| std::env::var(k).ok(), cpus, 1).unwrap_or(0),
     };
-    let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve, job_step: None };
+    let devices = super::common::task_devices(sys);
+    let task = TaskInfo { label: "run --auto".into(), cpus, mem_bytes, reserve, job_step: None, devices };
+    let mode = if args.near_devices { JobMode::Devices } else { JobMode::Auto };
     let site = site(args, socket, (!sample.is_zero()).then_some(sample));
     let ledger = Ledger::new(&site.ledger);
     let end = Instant::now() + wait;
     let (prepared, d) = loop {
         let prepared = batch::prepare(sys, &site, &ledger, None).map_err(|e| Failure::system(e.to_string()))?;
-        match batch::decide_task(&prepared.topo, &JobMode::Auto, &prepared.given, &prepared.loads, &task) {
+        match batch::decide_task(&prepared.topo, &mode, &prepared.given, &prepared.loads, &task) {
             Ok(d) => break (prepared, d),
             Err(JobError::NoFit(why)) => {
                 drop(prepared);
                 if Instant::now() >= end {
-                    let why = why.strip_prefix("--numa=auto: ").unwrap_or(&why);
+                    let why = why.strip_prefix(&format!("--numa={mode}: ")).unwrap_or(&why);
                     let waited = if wait.is_zero() { String::new() } else { format!(" after waiting {:?}", wait) };
                     if run_unplaced && !args.dry_run {
                         eprintln!("numakit: cannot place the job{waited}: {why}: running it unplaced");
@@ -187,7 +189,7 @@ fn place_auto(
     if args.dry_run {
         let rule = d.rule.map_or(String::new(), |r| format!(" ({r:?})"));
         outln!("decision: node(s) {}{rule}", d.nodes.to_list());
-        outln!("reason: {}", d.reason.strip_prefix("--numa=auto: ").unwrap_or(&d.reason));
+        outln!("reason: {}", d.reason.strip_prefix(&format!("--numa={mode}: ")).unwrap_or(&d.reason));
         outln!("cpus: {cpus} ({cpus_from})");
         outln!("view: {}", prepared.source);
         outln!("numactl: numactl {} {}", plan.numactl_args().join(" "), shell_words(&args.command));

@@ -1,7 +1,8 @@
 //! `numakit show [PID]`: a process's placement: its memory policy (its
 //! own via get_mempolicy; another's per mapping from numa_maps), allowed
 //! CPUs and nodes, every thread's affinity and last CPU and node, and its
-//! resident memory per node.
+//! resident memory per node; the devices its batch system gave it (its
+//! environment) and its memory next to them.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +33,9 @@ pub fn process_view(sys: &SysRoot, topo: &Topology, pid: i32) -> Result<Option<P
         e.1 += m.bytes();
     }
     let total_bytes = per_node.values().sum();
+    // Its devices, where its environment may be read (root, its owner).
+    let mem: Vec<(u32, u64)> = per_node.iter().map(|(n, b)| (*n, *b)).collect();
+    let devices = super::common::process_devices(sys, topo, pid, &mem);
     Ok(Some(ProcessView {
         pid,
         comm: status.name,
@@ -55,6 +59,7 @@ pub fn process_view(sys: &SysRoot, topo: &Topology, pid: i32) -> Result<Option<P
             .collect(),
         memory: per_node.into_iter().map(|(node, bytes)| NodeBytes { node, bytes }).collect(),
         total_bytes,
+        devices,
     }))
 }
 

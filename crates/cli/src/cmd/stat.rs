@@ -299,10 +299,25 @@ fn cgroup_report(sys: &SysRoot, path: &str, since: Option<&std::path::Path>, jso
             Some(report.counters.delta(counters))
         }
     };
+    // The job's devices: the first of its processes whose environment
+    // names some (root, or the job's owner, may read it).
+    let mem: Vec<(u32, u64)> = report.nodes.iter().map(|n| (n.id, n.bytes)).collect();
+    let devices = match Topology::read_nodes_only(sys) {
+        Ok(topo) => report.processes.iter().find_map(|p| super::common::process_devices(sys, &topo, p.pid, &mem)),
+        Err(_) => None,
+    };
     if json {
-        write_out(&format!("{}\n", serde_json::to_string(&cg_view::json(&report, delta.as_deref()))?))?;
+        let mut v = cg_view::json(&report, delta.as_deref());
+        if let (Some(d), Some(o)) = (&devices, v.as_object_mut()) {
+            o.insert("devices".into(), serde_json::to_value(d)?);
+        }
+        write_out(&format!("{}\n", serde_json::to_string(&v)?))?;
     } else {
-        write_out(&cg_view::text(&report, delta.as_deref()))?;
+        let mut text = cg_view::text(&report, delta.as_deref());
+        if let Some(d) = &devices {
+            text.push_str(&numakit::present::show::devices_text(d, report.total_bytes));
+        }
+        write_out(&text)?;
     }
     Ok(0)
 }

@@ -10,7 +10,9 @@
 //! [`SysRoot`](crate::sys::SysRoot), changing the placement through
 //! [`Plan::apply`](crate::place::Plan::apply) and the `act` layer.
 
+pub mod devices;
 pub mod env;
+pub mod gres;
 pub mod ledger;
 pub mod load;
 pub mod mode;

@@ -1,4 +1,4 @@
-//! What a job asks for (`--numa=auto|local|interleave|none|nodes:LIST`)
+//! What a job asks for (`--numa=auto|devices|local|interleave|none|nodes:LIST`)
 //! and what a site allows ([`Site`]: the plugin's arguments in Slurm's
 //! `plugstack.conf`, or a wrapper's options). Parsing only: each error is
 //! one line naming the value as it was typed.
@@ -18,6 +18,10 @@ pub enum JobMode {
     /// memory bound together; where the batch system bound the task, only
     /// within that binding.
     Auto,
+    /// CPUs and memory next to the devices the job was given (its GPUs,
+    /// NICs: `batch::devices`), even where they lack idle CPUs; a job
+    /// without known devices is placed as `auto`.
+    Devices,
     /// Memory from the node the allocating thread runs on
     /// (`--localalloc`); CPUs as the batch system gave them.
     Local,
@@ -33,7 +37,7 @@ pub enum JobMode {
 }
 
 /// The mode names, as typed and as `allowed=` lists them.
-pub const MODE_NAMES: [&str; 5] = ["auto", "local", "interleave", "none", "nodes"];
+pub const MODE_NAMES: [&str; 6] = ["auto", "devices", "local", "interleave", "none", "nodes"];
 
 impl JobMode {
     /// Reads a mode as typed; the error names the text.
@@ -41,6 +45,7 @@ impl JobMode {
         let t = text.trim();
         let mode = match t {
             "auto" => JobMode::Auto,
+            "devices" => JobMode::Devices,
             "local" => JobMode::Local,
             "interleave" => JobMode::Interleave,
             "none" => JobMode::None,
@@ -51,7 +56,7 @@ impl JobMode {
                 }
                 None => {
                     return Err(format!(
-                        "invalid --numa value {text:?}: use auto, local, interleave, none or nodes:LIST"
+                        "invalid --numa value {text:?}: use auto, devices, local, interleave, none or nodes:LIST"
                     ))
                 }
             },
@@ -63,6 +68,7 @@ impl JobMode {
     pub fn name(&self) -> &'static str {
         match self {
             JobMode::Auto => "auto",
+            JobMode::Devices => "devices",
             JobMode::Local => "local",
             JobMode::Interleave => "interleave",
             JobMode::None => "none",
@@ -130,14 +136,16 @@ impl Site {
             match key {
                 "default" => {
                     default = Some(JobMode::parse(value).map_err(|_| {
-                        format!("invalid argument {a:?}: use default=auto, local, interleave, none or nodes:LIST")
+                        format!(
+                            "invalid argument {a:?}: use default=auto, devices, local, interleave, none or nodes:LIST"
+                        )
                     })?)
                 }
                 "allowed" => {
                     let names: Vec<String> = value.split(',').map(|s| s.trim().to_string()).collect();
                     if let Some(bad) = names.iter().find(|n| !MODE_NAMES.contains(&n.as_str())) {
                         return Err(format!(
-                            "invalid argument {a:?}: {bad:?} is not a mode (auto, local, interleave, none, nodes)"
+                            "invalid argument {a:?}: {bad:?} is not a mode (auto, devices, local, interleave, none, nodes)"
                         ));
                     }
                     site.allowed = names;
@@ -181,6 +189,8 @@ mod tests {
     #[test]
     fn modes_as_typed() {
         assert_eq!(JobMode::parse("auto"), Ok(JobMode::Auto));
+        assert_eq!(JobMode::parse("devices"), Ok(JobMode::Devices));
+        assert_eq!(JobMode::Devices.to_string(), "devices");
         assert_eq!(JobMode::parse("nodes:0-1"), Ok(JobMode::Nodes("0-1".into())));
         assert_eq!(JobMode::parse("nodes:!1"), Ok(JobMode::Nodes("!1".into())));
         assert_eq!(JobMode::Nodes("0,2".into()).to_string(), "nodes:0,2");

@@ -21,6 +21,7 @@
 
 use std::time::Duration;
 
+use super::devices::JobDevices;
 use super::ledger::{Claim, Entry, JobStep, Ledger, Locked, Recorded, LOCK_WAIT};
 use super::load::{self, LoadSource};
 use super::mode::{JobMode, Site};
@@ -46,6 +47,10 @@ pub struct TaskInfo {
     pub reserve: CpuSet,
     /// The batch job and step it belongs to (`None`: a job of its own).
     pub job_step: Option<JobStep>,
+    /// The devices it works with (its GPUs, NICs: [`super::devices`];
+    /// empty: none named), already chosen for this task of the step
+    /// ([`JobDevices::for_task`]).
+    pub devices: JobDevices,
 }
 
 /// A job that cannot be placed as asked: the job fails with this line.
@@ -173,7 +178,7 @@ pub fn decide_task(
                 claims,
             })
         }
-        JobMode::Auto => {
+        JobMode::Auto | JobMode::Devices => {
             // Bound: every CPU given counts idle (they are this job's), and
             // only those are candidates. Not bound: the host's loads.
             let loads: Vec<NodeLoad> = if bound {
@@ -189,7 +194,15 @@ pub fn decide_task(
             };
             let reserve = topo.allowed.cpus.difference(&given).union(&task.reserve);
             let cpus = task.cpus.max(1);
-            let req = AutoRequest { cpus, mem_bytes: task.mem_bytes, reserve };
+            let near = task.devices.near(*mode == JobMode::Devices);
+            // What the devices' mapping left out, said once, after the reason.
+            let unknown = match (&task.devices.unknown, &near) {
+                (Some(u), None) => format!(" (devices not known: {u}: placed as without them)"),
+                (Some(u), Some(_)) => format!(" (devices not known: {u})"),
+                (None, None) if *mode == JobMode::Devices => " (the job names no devices: placed as auto)".into(),
+                _ => String::new(),
+            };
+            let req = AutoRequest { cpus, mem_bytes: task.mem_bytes, reserve, near };
             match auto::decide(topo, &loads, &req) {
                 Ok(d) => {
                     let claims = spread_claims(topo, &d.nodes, &TaskInfo { cpus, ..task.clone() });
@@ -198,11 +211,11 @@ pub fn decide_task(
                         rule: Some(d.rule),
                         plan: Some(d.plan),
                         nodes: d.nodes,
-                        reason: format!("--numa=auto{within}: {}", d.reason),
+                        reason: format!("--numa={mode}{within}: {}{unknown}", d.reason),
                         claims,
                     })
                 }
-                Err(refusal) => Err(JobError::NoFit(format!("--numa=auto: {refusal}"))),
+                Err(refusal) => Err(JobError::NoFit(format!("--numa={mode}: {refusal}{unknown}"))),
             }
         }
     }

@@ -220,6 +220,7 @@ fn parse_arms(value: &str, word: &str) -> Result<Vec<Arm>, String> {
         let (label, share) = item.split_once(':').unwrap_or((item, "1"));
         let kind = match label {
             "auto" => ArmKind::Mode(JobMode::Auto),
+            "devices" => ArmKind::Mode(JobMode::Devices),
             "none" => ArmKind::Mode(JobMode::None),
             "local" => ArmKind::Mode(JobMode::Local),
             "interleave" => ArmKind::Mode(JobMode::Interleave),
@@ -227,7 +228,7 @@ fn parse_arms(value: &str, word: &str) -> Result<Vec<Arm>, String> {
             "daemon-off" => ArmKind::Daemon(false),
             _ => {
                 return Err(bad(format!(
-                    "{label:?} is not an arm (auto, none, local, interleave; daemon-on, daemon-off for host units)"
+                    "{label:?} is not an arm (auto, devices, none, local, interleave; daemon-on, daemon-off for host units)"
                 )))
             }
         };

@@ -36,6 +36,7 @@
 
 use std::fmt;
 
+pub use super::near::Near;
 use super::plan::{MemMode, MemPolicy, Plan};
 use crate::sets::{CpuSet, NodeSet};
 use crate::topo::Topology;
@@ -49,7 +50,7 @@ pub const EX_TEMPFAIL: u8 = 75;
 pub const IDLE_SHARE: f64 = 0.5;
 
 /// What a job needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AutoRequest {
     /// CPUs.
     pub cpus: u32,
@@ -57,6 +58,9 @@ pub struct AutoRequest {
     pub mem_bytes: u64,
     /// CPUs kept for the OS, never given to the job.
     pub reserve: CpuSet,
+    /// The devices the job was given (GPUs, NICs): placed next to them
+    /// first ([`super::near`]); `None`: no devices, or none known.
+    pub near: Option<Near>,
 }
 
 /// The state of one node when deciding.
@@ -85,6 +89,8 @@ pub enum Rule {
     OneNodePreferMemory,
     /// Rule 3: a group of nearest nodes.
     NodeGroup,
+    /// Before the rules: next to the job's devices ([`super::near`]).
+    NearDevices,
 }
 
 /// A placement decision with its reason.
@@ -170,11 +176,31 @@ pub fn parse_reserve(text: &str, allowed: &CpuSet) -> Result<CpuSet, String> {
         .map_err(|e| format!("{text}: {e}"))
 }
 
-/// The memory nodes for the CPUs of `nodes`: each allowed node with
-/// memory itself, a memory-less (or not allowed) one its nearest allowed
-/// node(s) with memory.
-pub fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
+/// The nodes whose memory `auto` gives jobs: those with memory the cpuset
+/// allows and CPUs of their own. Memory-only nodes (CXL expanders, HBM,
+/// a GPU's memory) only where no such node exists, and a GPU's own memory
+/// node ([`Topology::gpu_memory_nodes`]) never: a job's memory goes to one
+/// only when it asks (`nodes:LIST`, numactl's options).
+pub fn ordinary_memory(topo: &Topology) -> NodeSet {
     let allowed = topo.memory_nodes().intersection(&topo.allowed.nodes);
+    let with_cpus: NodeSet = topo.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
+    let ordinary = allowed.intersection(&with_cpus);
+    if !ordinary.is_empty() {
+        return ordinary;
+    }
+    let not_gpu = allowed.difference(&topo.gpu_memory_nodes());
+    if not_gpu.is_empty() {
+        allowed
+    } else {
+        not_gpu
+    }
+}
+
+/// The memory nodes for the CPUs of `nodes`: each node with ordinary
+/// memory ([`ordinary_memory`]) itself, a memory-less (or not allowed) one
+/// its nearest node(s) with ordinary memory.
+pub fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
+    let allowed = ordinary_memory(topo);
     nodes.iter().fold(NodeSet::new(), |acc, n| {
         if allowed.contains(n) {
             acc.union(&std::iter::once(n).collect())
@@ -185,8 +211,31 @@ pub fn memory_for(topo: &Topology, nodes: &NodeSet) -> NodeSet {
     })
 }
 
-/// Decides where a job goes.
+/// Decides where a job goes: next to its devices when it has some and
+/// they have room ([`super::near::decide_near`]), else by the rules; the
+/// reason then says why not next to them.
 pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<AutoDecision, Refusal> {
+    let Some(near) = &req.near else { return decide_by_rules(topo, loads, req) };
+    let allowed_cpus = topo.allowed.cpus.difference(&req.reserve);
+    if req.cpus == 0 {
+        return Err(Refusal("--cpus must be at least 1".into()));
+    }
+    if !near.required {
+        // A job larger than the machine waits, devices or not.
+        decide_by_rules(topo, loads, &AutoRequest { near: None, ..req.clone() })?;
+    }
+    match super::near::decide_near(topo, loads, req, near, &allowed_cpus) {
+        Ok(d) => Ok(d),
+        Err(why) => {
+            let mut d = decide_by_rules(topo, loads, req)?;
+            d.reason = format!("{why}: placed as without them: {}", d.reason);
+            Ok(d)
+        }
+    }
+}
+
+/// The rules alone (the devices left aside).
+fn decide_by_rules(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<AutoDecision, Refusal> {
     let allowed_cpus = topo.allowed.cpus.difference(&req.reserve);
     let usable = |l: &NodeLoad| l.idle_cpus.intersection(&allowed_cpus);
     let load_of = |n: u32| loads.iter().find(|l| l.node == n);
@@ -196,8 +245,7 @@ pub fn decide(topo: &Topology, loads: &[NodeLoad], req: &AutoRequest) -> Result<
         loads.iter().filter(|l| topo.node(l.node).is_some_and(|n| n.has_cpu) && !usable(l).is_empty()).collect();
 
     let total_idle: usize = cpu_nodes.iter().map(|l| usable(l).len()).sum();
-    let all_mem: NodeSet = topo.memory_nodes().intersection(&topo.allowed.nodes);
-    let total_free = free_of(&all_mem);
+    let total_free = free_of(&ordinary_memory(topo));
     if req.cpus == 0 {
         return Err(Refusal("--cpus must be at least 1".into()));
     }

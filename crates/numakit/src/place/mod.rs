@@ -16,6 +16,7 @@ pub mod auto;
 pub mod iospec;
 mod limits;
 pub mod migrate;
+pub mod near;
 pub mod pin;
 mod plan;
 mod request;

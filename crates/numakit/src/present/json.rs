@@ -32,6 +32,9 @@ pub struct TopoJson<'a> {
     pub caches: &'a [Cache],
     /// PCI devices.
     pub pci_devices: &'a [PciDevice],
+    /// GPUs (left out where the machine has none).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub gpus: &'a [crate::topo::Gpu],
     /// What the calling process may use.
     pub allowed: AllowedJson<'a>,
     /// `cpu/possible`, `cpu/online`, offline.
@@ -190,6 +193,7 @@ pub fn document(topo: &Topology) -> TopoJson<'_> {
             .collect(),
         caches: &topo.caches,
         pci_devices: &topo.pci_devices,
+        gpus: &topo.gpus,
         allowed: AllowedJson { cpus: &topo.allowed.cpus, nodes: &topo.allowed.nodes, from: &topo.allowed.from },
         possible_cpus: &topo.possible_cpus,
         online_cpus: &topo.online_cpus,

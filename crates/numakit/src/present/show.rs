@@ -142,6 +142,39 @@ pub struct ProcessView {
     pub memory: Vec<NodeBytes>,
     /// Sum of `memory`.
     pub total_bytes: u64,
+    /// The devices its batch system gave it, from its environment (left
+    /// out where it names none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<DevicesView>,
+}
+
+/// A process's devices and whether its memory sits next to them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DevicesView {
+    /// The variables they were read from (`SLURM_STEP_GPUS=1`).
+    pub source: String,
+    /// Those mapped to PCI devices.
+    pub devices: Vec<DeviceView>,
+    /// What could not be mapped, one line.
+    pub unknown: Option<String>,
+    /// The nodes whose memory is next to them (the memory `auto` gives a
+    /// job there).
+    pub memory_nodes: NodeSet,
+    /// Its resident memory on those nodes.
+    pub near_bytes: u64,
+}
+
+/// One device of a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceView {
+    /// As the batch system named it (`GPU 1`).
+    pub name: String,
+    /// PCI address.
+    pub address: String,
+    /// Model, where the driver gives one.
+    pub model: Option<String>,
+    /// Its node.
+    pub node: Option<u32>,
 }
 
 /// Human view of a process's placement.
@@ -164,6 +197,9 @@ pub fn process_text(v: &ProcessView) -> String {
         let pct = if v.total_bytes == 0 { 0.0 } else { 100.0 * m.bytes as f64 / v.total_bytes as f64 };
         let _ = writeln!(out, "    node {:<4} {:>10}  {:5.1}%", m.node, human_bytes(m.bytes), pct);
     }
+    if let Some(d) = &v.devices {
+        out.push_str(&devices_text(d, v.total_bytes));
+    }
     let _ = writeln!(out, "  threads ({}):", v.threads.len());
     out.push_str("    TID       NAME             CPUS (affinity)        LAST CPU  NODE\n");
     for t in &v.threads {
@@ -175,6 +211,34 @@ pub fn process_text(v: &ProcessView) -> String {
             t.cpus.to_list(),
             t.last_cpu.map_or("-".into(), |c| c.to_string()),
             t.last_node.map_or("-".into(), |n| n.to_string())
+        );
+    }
+    out
+}
+
+/// The devices lines of `show` and `stat --cgroup`: where they come from,
+/// each device on its node, what is not known, and the share of `total`
+/// resident bytes next to them.
+pub fn devices_text(d: &DevicesView, total: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  devices ({}):", d.source);
+    for x in &d.devices {
+        let model = x.model.as_ref().map_or(String::new(), |m| format!(" {m}"));
+        let node = x.node.map_or("no node".into(), |n| format!("node {n}"));
+        let _ = writeln!(out, "    {} {}{model}, {node}", x.name, x.address);
+    }
+    if let Some(u) = &d.unknown {
+        let _ = writeln!(out, "    not known: {u}");
+    }
+    if !d.memory_nodes.is_empty() {
+        let pct = if total == 0 { 0.0 } else { 100.0 * d.near_bytes as f64 / total as f64 };
+        let _ = writeln!(
+            out,
+            "    memory next to them (node{} {}): {} of {}, {pct:.1}%",
+            if d.memory_nodes.len() == 1 { "" } else { "s" },
+            d.memory_nodes.to_list(),
+            human_bytes(d.near_bytes),
+            human_bytes(total)
         );
     }
     out

@@ -53,6 +53,7 @@ pub fn render(topo: &Topology) -> String {
     if let Some(line) = no_node_line(topo) {
         let _ = writeln!(out, "{line}");
     }
+    gpus(topo, &mut out);
     out.push('\n');
     distances(topo, &mut out);
     out.push('\n');
@@ -175,6 +176,34 @@ fn node_table(topo: &Topology, out: &mut String) {
     let right = |i: usize| i == 2 || i == 3 || (tiers && i == 4);
     let header: Vec<String> = header.into_iter().map(String::from).collect();
     table(&header, &rows, right, "", out);
+}
+
+/// The GPUs per node, where the machine has any: `  node 0: 0000:1b:00.0
+/// NVIDIA H100 80GB HBM3 (/dev/nvidia1)`, with the memory-only node its
+/// memory is onlined as (Grace Hopper, GB200).
+fn gpus(topo: &Topology, out: &mut String) {
+    if topo.gpus.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "GPUs:");
+    let mut sorted: Vec<_> = topo.gpus.iter().collect();
+    sorted.sort_by_key(|g| (g.numa_node.is_none(), g.numa_node, g.address.clone()));
+    for g in sorted {
+        let place = g.numa_node.map_or("no node".into(), |n| format!("node {n}"));
+        let mut files: Vec<String> = g.minor.iter().map(|m| format!("/dev/nvidia{m}")).collect();
+        files.extend(g.render.iter().chain(&g.card).map(|r| format!("/dev/dri/{r}")));
+        let mut line = format!("  {place}: {}", g.address);
+        if let Some(m) = &g.model {
+            let _ = write!(line, " {m}");
+        }
+        if !files.is_empty() {
+            let _ = write!(line, " ({})", files.join(", "));
+        }
+        if let Some(n) = g.memory_node {
+            let _ = write!(line, ", its memory node {n}");
+        }
+        let _ = writeln!(out, "{line}");
+    }
 }
 
 /// Writes rows under a header, each line starting with `indent`: columns

@@ -99,6 +99,27 @@ pub fn read_status(sys: &SysRoot, pid: i32) -> Result<Option<Status>, SysError> 
     }
 }
 
+/// The variables of `/proc/PID/environ` (`NAME=value`, NUL-separated):
+/// what the process was started with (what it set later is not there).
+/// Pure; entries without `=` are left out.
+pub fn parse_environ(bytes: &[u8]) -> Vec<(String, String)> {
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|e| {
+            let text = String::from_utf8_lossy(e);
+            let (k, v) = text.split_once('=')?;
+            (!k.is_empty()).then(|| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// Reads a process's environment ([`parse_environ`]); `Ok(None)` if the
+/// process is gone. Only root and its owner may read it: another user's is
+/// an error (EACCES).
+pub fn read_environ(sys: &SysRoot, pid: i32) -> Result<Option<Vec<(String, String)>>, SysError> {
+    Ok(sys.read_bytes(format!("proc/{pid}/environ"))?.map(|b| parse_environ(&b)))
+}
+
 /// Thread ids of a process (`/proc/PID/task`), sorted; empty if gone.
 pub fn thread_ids(sys: &SysRoot, pid: i32) -> Result<Vec<i32>, SysError> {
     let mut ids: Vec<i32> =
@@ -209,6 +230,14 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn environ_variables() {
+        let e = parse_environ(b"SLURM_STEP_GPUS=0,1\0EMPTY=\0junk\0=x\0A=b=c\0");
+        let want: Vec<(String, String)> =
+            [("SLURM_STEP_GPUS", "0,1"), ("EMPTY", ""), ("A", "b=c")].map(|(k, v)| (k.into(), v.into())).into();
+        assert_eq!(e, want);
+    }
 
     #[test]
     fn stat_line_with_odd_comm() {

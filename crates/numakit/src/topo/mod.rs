@@ -12,6 +12,7 @@ mod accounting;
 mod allowed;
 mod cpus;
 mod devices;
+mod gpus;
 mod locality;
 mod nodes;
 #[cfg(feature = "stats")]
@@ -28,6 +29,7 @@ pub use accounting::{MemoryAccounting, EXCESS_PCT, SHORTFALL_PCT};
 pub use allowed::read_cpuset_cpus;
 pub use cpus::MAX_CPUS;
 pub use devices::{device_pci_address, is_pci_address, pci_parent, PciDevice};
+pub use gpus::{parse_nvidia_information, parse_nvidia_numa_status, Gpu, NvidiaInfo};
 pub use locality::{LocalBy, Locality};
 pub use nodes::{parse_distance_row, MAX_NODES};
 
@@ -233,6 +235,9 @@ pub struct Topology {
     /// PCI devices with their node and the network and block devices on
     /// them, sorted by address.
     pub pci_devices: Vec<PciDevice>,
+    /// GPUs (NVIDIA's driver files, the DRM class), sorted by PCI address;
+    /// empty where [`Topology::read`] was not used.
+    pub gpus: Vec<Gpu>,
     /// What the calling process may use.
     pub allowed: Allowed,
     /// The nodes' memory beside `/proc/meminfo`'s (`None`: not read, as by
@@ -254,6 +259,7 @@ impl Topology {
         let packages = cpus::packages(&cpus);
         let caches = cpus::read_caches(sys, &cpuset.online, &cpuset.possible)?;
         let pci_devices = devices::read_pci(sys)?;
+        let gpus = gpus::read_gpus(sys, &pci_devices)?;
         let allowed = allowed::read_allowed(sys, &cpuset.online, &nodes)?;
         let memory_accounting = accounting::read(sys, numa_info, &nodes)?;
         Ok(Topology {
@@ -269,6 +275,7 @@ impl Topology {
             packages,
             caches,
             pci_devices,
+            gpus,
             allowed,
             memory_accounting,
             numa_info,
@@ -298,6 +305,7 @@ impl Topology {
             packages: Vec::new(),
             caches: Vec::new(),
             pci_devices: Vec::new(),
+            gpus: Vec::new(),
             allowed,
             memory_accounting: None,
             numa_info,
@@ -313,6 +321,15 @@ impl Topology {
         t.cpus = cpus::read_cpus(sys, &cpuset, &t.nodes)?;
         t.packages = cpus::packages(&t.cpus);
         Ok(t)
+    }
+
+    /// This model with the machine's PCI devices and GPUs read (what
+    /// [`Topology::read_nodes_only`] leaves out): where a job's devices
+    /// are, for placing it next to them.
+    pub fn with_devices(mut self, sys: &SysRoot) -> Result<Self, SysError> {
+        self.pci_devices = devices::read_pci(sys)?;
+        self.gpus = gpus::read_gpus(sys, &self.pci_devices)?;
+        Ok(self)
     }
 
     /// The node with id `id`.
@@ -369,6 +386,17 @@ impl Topology {
     /// Total memory of all nodes.
     pub fn total_memory_bytes(&self) -> u64 {
         self.nodes.iter().filter_map(|n| n.memory).map(|m| m.total_bytes).sum()
+    }
+
+    /// The GPU at PCI address `address`.
+    pub fn gpu(&self, address: &str) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.address == address)
+    }
+
+    /// Memory-only nodes that hold a GPU's own memory (NVIDIA's
+    /// `numa_status` on Grace Hopper and GB200): never ordinary memory.
+    pub fn gpu_memory_nodes(&self) -> NodeSet {
+        self.gpus.iter().filter_map(|g| g.memory_node).collect()
     }
 
     /// The PCI devices the kernel puts on no node (`numa_node` -1),

@@ -16,6 +16,9 @@ use std::path::Path;
 
 use crate::sets::CpuSet;
 
+mod devices;
+pub use devices::{write_devices, SynthDevice, SynthDeviceKind};
+
 /// One CPU of a synthetic machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SynthCpu {

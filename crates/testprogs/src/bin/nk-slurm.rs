@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! nk-slurm [--node NAME] [--task-plugin P] [--proctrack P]
-//!          [--plugstack LINE]... [--conf LINE]... [--cgroup-conf LINE]...
+//!          [--plugstack LINE]... [--conf LINE]... [--node-gres GRES] [--gres-conf LINE]... [--cgroup-conf LINE]...
 //!          [--ready-timeout SECS] [--accounting] [--logs] SCRIPT
 //! ```
 //!
@@ -29,7 +29,7 @@ fn usage(msg: &str) -> ! {
     eprintln!("nk-slurm: {msg}");
     eprintln!(
         "usage: nk-slurm [--node NAME] [--task-plugin P] [--proctrack P] [--plugstack LINE]... \
-         [--conf LINE]... [--cgroup-conf LINE]... [--ready-timeout SECS] [--accounting] [--logs] SCRIPT"
+         [--conf LINE]... [--node-gres GRES] [--gres-conf LINE]... [--cgroup-conf LINE]... [--ready-timeout SECS] [--accounting] [--logs] SCRIPT"
     );
     std::process::exit(2)
 }
@@ -52,6 +52,12 @@ fn main() {
                 plugstack.push('\n');
             }
             "--conf" => spec.extra_conf.push(value()),
+            "--node-gres" => spec.node_gres = Some(value()),
+            "--gres-conf" => {
+                let g = spec.gres_conf.get_or_insert_with(String::new);
+                g.push_str(&value());
+                g.push('\n');
+            }
             "--cgroup-conf" => {
                 let c = cgroup.get_or_insert_with(String::new);
                 c.push_str(&value());

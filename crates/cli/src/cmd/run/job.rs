@@ -148,8 +148,14 @@ pub fn run(sys: &SysRoot, topo: &Topology, args: &RunArgs, socket: &Path) -> any
         JobMode::None => None,
         m => {
             let (cpus, _) = job_cpus(args, topo)?;
-            let task =
-                TaskInfo { label: "run --auto".into(), cpus, mem_bytes: 0, reserve: CpuSet::new(), job_step: None };
+            let task = TaskInfo {
+                label: "run --auto".into(),
+                cpus,
+                mem_bytes: 0,
+                reserve: CpuSet::new(),
+                job_step: None,
+                devices: super::super::common::task_devices(sys),
+            };
             match batch::place_task(sys, &site(args, socket, None), m, &task, None) {
                 Ok(p) => {
                     for w in p.warning.iter().chain(&p.ledger_note) {

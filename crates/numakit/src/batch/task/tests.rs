@@ -13,7 +13,14 @@ fn topo4() -> Topology {
 }
 
 fn task(cpus: u32) -> TaskInfo {
-    TaskInfo { label: "slurm job 1.0 task 0".into(), cpus, mem_bytes: 0, reserve: CpuSet::new(), job_step: None }
+    TaskInfo {
+        label: "slurm job 1.0 task 0".into(),
+        cpus,
+        mem_bytes: 0,
+        reserve: CpuSet::new(),
+        job_step: None,
+        devices: Default::default(),
+    }
 }
 
 fn cpus(list: &str) -> CpuSet {

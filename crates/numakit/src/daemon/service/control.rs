@@ -153,7 +153,7 @@ impl Service {
         if cpus == 0 {
             return Response::ok(&view);
         }
-        let req = AutoRequest { cpus, mem_bytes, reserve };
+        let req = AutoRequest { cpus, mem_bytes, reserve, near: None };
         match auto::decide(&self.topo, &loads, &req) {
             Ok(d) => {
                 view.advice = Some(Advice::of(&d, "daemon"));

@@ -25,7 +25,7 @@ fn loads(t: &Topology, idle: &[usize], free_gib: &[u64]) -> Vec<NodeLoad> {
 }
 
 fn req(cpus: u32, mem_gib: u64) -> AutoRequest {
-    AutoRequest { cpus, mem_bytes: mem_gib * GIB, reserve: CpuSet::new() }
+    AutoRequest { cpus, mem_bytes: mem_gib * GIB, reserve: CpuSet::new(), near: None }
 }
 
 #[test]
