@@ -11,7 +11,6 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,22 +25,12 @@ const MEM_KIB: i64 = 160 << 10;
 /// Address space allowed (the machine's guard if a case regresses).
 const AS_LIMIT: u64 = 4 << 30;
 
-/// What one run did.
-struct Run {
-    /// Exit code; `None` when killed (by a signal, or by the test on a hang).
-    code: Option<i32>,
-    hung: bool,
-    signal: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    max_rss_kib: i64,
-}
+use common::bounded::{Bounds, Run};
+
+/// The bounds of each run here.
+const BOUNDS: Bounds = Bounds { hang: HANG, as_limit: AS_LIMIT, stdout_cap: 1 << 20 };
 
 impl Run {
-    fn err(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-
     /// What is wrong with a run expected to end with one of `codes` and,
     /// on stderr, one line holding `says` (when given) without control
     /// characters.
@@ -73,61 +62,9 @@ impl Run {
     }
 }
 
-/// Runs `c` with stdin from /dev/null, its output read, its time bounded
-/// by [`HANG`] and its address space by [`AS_LIMIT`]. The child is reaped
-/// by `wait4` (for its peak memory), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
+/// Runs `c` within [`BOUNDS`].
 fn run(c: &mut Command) -> Run {
-    // SAFETY: setrlimit only, between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            let lim = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
-            libc::setrlimit(libc::RLIMIT_AS, &lim);
-            Ok(())
-        });
-    }
-    let mut child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    let (mut out, mut err) = (child.stdout.take().expect("out"), child.stderr.take().expect("err"));
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = (&mut out).take(1 << 20).read_to_end(&mut v);
-        let _ = std::io::copy(&mut out, &mut std::io::sink());
-        v
-    });
-    let e = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = (&mut err).take(64 << 10).read_to_end(&mut v);
-        let _ = std::io::copy(&mut err, &mut std::io::sink());
-        v
-    });
-    let pid = child.id() as libc::pid_t;
-    let t = Instant::now();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut hung = false;
-    loop {
-        // SAFETY: wait4 on our own child, into values we own.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-        if r == pid {
-            break;
-        }
-        if t.elapsed() > HANG && !hung {
-            hung = true;
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let (stdout, stderr) = (o.join().expect("stdout"), e.join().expect("stderr"));
-    let exited = libc::WIFEXITED(status);
-    Run {
-        code: exited.then(|| libc::WEXITSTATUS(status)),
-        hung,
-        signal: (!hung && libc::WIFSIGNALED(status)).then(|| libc::WTERMSIG(status)),
-        stdout,
-        stderr,
-        max_rss_kib: ru.ru_maxrss,
-    }
+    common::bounded::run(c, BOUNDS)
 }
 
 fn nk() -> Command {

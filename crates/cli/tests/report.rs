@@ -10,14 +10,16 @@
 //! printed (`HOSTILE|...`) are rows of the table in docs/hostile-input.md
 //! (scripts/hostile-report).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use numakit_report::synth::Farm;
+
+mod common;
 
 fn farm_file(dir: &Path, jobs: u64) -> std::path::PathBuf {
     let p = dir.join("numakit-outcomes.jsonl");
@@ -177,16 +179,7 @@ fn a_closed_pipe_ends_quietly_and_a_full_disk_is_one_line() {
     assert_eq!((o.status.code(), text(&o.stderr)), (Some(0), String::new()));
 }
 
-/// What one bounded run did.
-struct Run {
-    code: Option<i32>,
-    hung: bool,
-    signal: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    max_rss_kib: i64,
-    secs: f64,
-}
+use common::bounded::{Bounds, Run};
 
 /// Longer than any of these runs takes, short enough that a hang is found.
 const HANG: Duration = Duration::from_secs(20);
@@ -195,11 +188,10 @@ const MEM_KIB: i64 = 256 << 10;
 /// Address space allowed: a run that asks for more fails at once.
 const AS_LIMIT: u64 = 8 << 30;
 
-impl Run {
-    fn err(&self) -> String {
-        text(&self.stderr)
-    }
+/// The bounds of each hostile run here.
+const BOUNDS: Bounds = Bounds { hang: HANG, as_limit: AS_LIMIT, stdout_cap: 16 << 20 };
 
+impl Run {
     /// What is wrong with a run expected to end with one of `codes` within
     /// `secs`, its stderr empty or one clean line holding `says`.
     fn problem(&self, codes: &[i32], says: Option<&str>, secs: f64) -> Option<String> {
@@ -231,61 +223,9 @@ impl Run {
     }
 }
 
-/// Runs `c` with stdin from /dev/null, bounded by [`HANG`] and
-/// [`AS_LIMIT`], reaped by `wait4` for its peak memory.
-#[allow(clippy::zombie_processes)]
+/// Runs `c` within [`BOUNDS`].
 fn bounded(c: &mut Command) -> Run {
-    // SAFETY: setrlimit only, between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            let lim = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
-            libc::setrlimit(libc::RLIMIT_AS, &lim);
-            Ok(())
-        });
-    }
-    let t = Instant::now();
-    let mut child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    let (mut out, mut err) = (child.stdout.take().expect("out"), child.stderr.take().expect("err"));
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = (&mut out).take(16 << 20).read_to_end(&mut v);
-        let _ = std::io::copy(&mut out, &mut std::io::sink());
-        v
-    });
-    let e = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = (&mut err).take(64 << 10).read_to_end(&mut v);
-        let _ = std::io::copy(&mut err, &mut std::io::sink());
-        v
-    });
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value to be overwritten.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut hung = false;
-    loop {
-        // SAFETY: wait4 on our own child, into values we own.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
-        if r == pid {
-            break;
-        }
-        if t.elapsed() > HANG && !hung {
-            hung = true;
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let secs = t.elapsed().as_secs_f64();
-    let (stdout, stderr) = (o.join().expect("stdout"), e.join().expect("stderr"));
-    Run {
-        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
-        hung,
-        signal: (!hung && libc::WIFSIGNALED(status)).then(|| libc::WTERMSIG(status)),
-        stdout,
-        stderr,
-        max_rss_kib: ru.ru_maxrss,
-        secs,
-    }
+    common::bounded::run(c, BOUNDS)
 }
 
 /// Tallies of one hostile surface, printed for scripts/hostile-report.

@@ -365,3 +365,4 @@ pub fn write_synth(m: &numakit::topo::synth::SynthMachine) -> tempfile::TempDir 
     std::fs::write(d.path().join("proc/stat"), stat).expect("stat");
     d
 }
+pub mod bounded;

@@ -330,20 +330,8 @@ pub(super) fn plural(n: usize) -> &'static str {
     }
 }
 
-/// Escapes text for XML content and attributes.
+/// Escapes text for XML content and attributes: the one routine
+/// ([`crate::text::xml`]; a control character shown as its escape).
 pub(super) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 forbids.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::text::xml(s)
 }
