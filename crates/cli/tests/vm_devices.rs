@@ -146,6 +146,9 @@ fn vm_gpu_jobs_land_by_their_gpus() {
     let out = Vm::run(&topo, spec).unwrap_or_else(|e| panic!("guest: {e}"));
     eprintln!("vm_devices: guest run {:.1} s", started.elapsed().as_secs_f64());
     let o = out.stdout.as_str();
+    for l in o.lines().filter(|l| ["one ", "two ", "none ", "placed ", "shown "].iter().any(|p| l.starts_with(p))) {
+        eprintln!("vm_devices| {l}");
+    }
     let ctx = format!("{o}\n--- stderr\n{}", out.stderr);
     assert_eq!(out.status, 0, "{ctx}");
     assert!(o.contains("dev 0000:21:01.0 node 1") && o.contains("dev 0000:41:01.0 node 2"), "{ctx}");

@@ -259,6 +259,9 @@ fn vm_memoryless_node_is_refused_for_memory_and_usable_for_cpus() {
                 .into(),
         ),
         ("auto", "$NK run --auto --cpus 2 --mem 64M --dry-run -- true".into()),
+        // Only the memory-less node's CPUs allowed: its memory comes from
+        // the nearest node with memory, and the reason says which.
+        ("auto_memless", "taskset -c 2-3 $NK run --auto --cpus 2 --mem 64M --dry-run -- true".into()),
         // numactl 2.0.16 judges -N by the memory nodes, which never hold a
         // memory-less node: refused without -a. numakit binds (the
         // documented difference, docs/install.md).
@@ -280,7 +283,15 @@ fn vm_memoryless_node_is_refused_for_memory_and_usable_for_cpus() {
     let p = pages(line(o, "map"));
     assert_eq!(p.get(&1), None, "no page can be on the memory-less node: {p:?}");
     assert_eq!(p.values().sum::<u64>(), 32 * 256, "{p:?}");
-    assert!(out["auto"].success(), "{:?}", out["auto"]);
+    // At the same load a node with its own memory wins over the memory-less one.
+    let o = &out["auto"];
+    eprintln!("memless auto: {}{}", o.stdout, o.stderr);
+    assert!(o.success() && !o.stdout.contains("--physcpubind=2-3"), "{o:?}");
+    assert!(o.stdout.contains("with memory of their own and enough idle CPUs"), "{o:?}");
+    let o = &out["auto_memless"];
+    eprintln!("memless auto within 2-3: {}{}", o.stdout, o.stderr);
+    assert!(o.success() && o.stdout.contains("--physcpubind=2-3 --membind=0,2 "), "{o:?}");
+    assert!(o.stdout.contains("no memory: memory from nodes 0,2 (distance 20)"), "{o:?}");
     let o = &out["numactl_n"];
     assert!(o.stdout.contains("-N 1 real 1 numakit 0\n"), "{o:?}");
     assert!(o.stdout.contains("-a -N 1 real 0 numakit 0\n"), "{o:?}");
