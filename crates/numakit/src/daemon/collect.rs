@@ -30,58 +30,17 @@ use crate::sys::kept::{open_file_budget, KeptFiles};
 use crate::sys::{stat as cpustat, SysError, SysRoot};
 use crate::topo::Topology;
 
+mod memory;
+mod nodes;
 mod small;
 mod stamp;
 mod threads;
 
+pub use memory::{memory_of, parse_policy};
+use nodes::read_cpuset_nodes;
+pub use nodes::NodeCpus;
 use stamp::{Stamp, Timed, Trail};
 use threads::{keep_thread, read_thread, read_threads, ThreadSeen};
-
-/// What the collector needs of the machine: each node's CPUs the daemon
-/// may use (its CPUs minus the reserved ones).
-#[derive(Debug, Clone)]
-pub struct NodeCpus {
-    /// (node id, usable CPUs), by id.
-    pub nodes: Vec<(u32, CpuSet)>,
-}
-
-impl NodeCpus {
-    /// From a topology and the reserved CPUs.
-    pub fn new(topo: &Topology, reserved: &CpuSet) -> Self {
-        let mut nodes: Vec<(u32, CpuSet)> =
-            topo.nodes.iter().map(|n| (n.id, n.cpus.intersection(&topo.online_cpus).difference(reserved))).collect();
-        nodes.sort_by_key(|n| n.0);
-        Self { nodes }
-    }
-
-    /// The node of a CPU.
-    pub fn node_of(&self, cpu: u32) -> Option<u32> {
-        self.nodes.iter().find(|(_, c)| c.contains(cpu)).map(|(id, _)| *id)
-    }
-
-    /// The usable CPUs of a node set.
-    pub fn cpus_of(&self, nodes: &NodeSet) -> CpuSet {
-        self.nodes.iter().filter(|(id, _)| nodes.contains(*id)).fold(CpuSet::new(), |acc, (_, c)| acc.union(c))
-    }
-
-    /// Nodes a CPU set touches, and whether it covers each of them only in
-    /// part (a pinning finer than whole nodes).
-    pub fn nodes_of(&self, cpus: &CpuSet) -> (NodeSet, bool) {
-        let mut set = NodeSet::new();
-        let mut partial = false;
-        for (id, c) in &self.nodes {
-            if c.is_empty() {
-                continue;
-            }
-            let inter = c.intersection(cpus);
-            if !inter.is_empty() {
-                set.insert(*id);
-                partial |= inter.len() != c.len();
-            }
-        }
-        (set, partial)
-    }
-}
 
 /// Counts of one scan, for status and metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -595,72 +554,6 @@ pub fn read_uptime(sys: &SysRoot) -> Result<f64, SysError> {
         .next()
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| sys.invalid("proc/uptime", "not a number of seconds"))
-}
-
-/// Nodes a cgroup's cpuset allows, or empty when it does not restrict
-/// (no cpuset controller, or every usable CPU).
-fn read_cpuset_nodes(sys: &SysRoot, node_cpus: &NodeCpus, cgroup: &str) -> Result<NodeSet, SysError> {
-    if cgroup.is_empty() || cgroup == "/" {
-        return Ok(NodeSet::new());
-    }
-    let Some(cpus) = procs::cgroup::effective_cpus(sys, cgroup)? else {
-        return Ok(NodeSet::new());
-    };
-    let all = node_cpus.nodes.iter().fold(CpuSet::new(), |a, (_, c)| a.union(c));
-    if all.is_subset(&cpus) {
-        return Ok(NodeSet::new());
-    }
-    Ok(node_cpus.nodes_of(&cpus).0)
-}
-
-/// Memory per node and the memory policy of a process from its
-/// `numa_maps`: the policy is the one over most of its own memory
-/// (anonymous, heap, stack, huge, shared memory). Pages of files that
-/// other processes map too are left out.
-pub fn memory_of(text: &str) -> (BTreeMap<u32, u64>, MemPolicy) {
-    let mut per_node: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut by_policy: BTreeMap<&str, u64> = BTreeMap::new();
-    for v in numa_maps::views(text) {
-        let own = match v.kind {
-            numa_maps::KindView::File(path) => stats::process::is_shared_memory_path(path),
-            _ => true,
-        };
-        // Pages of a file other processes map too (shared libraries, the
-        // binary of many copies of a job) are not this process's to place:
-        // pulled to its node they are pulled away from the others, who pull
-        // them back (as root `migrate_pages` moves shared pages as well).
-        if !own && v.anon_pages == 0 && v.mapmax > 1 {
-            continue;
-        }
-        let mut bytes = 0u64;
-        for (node, b) in v.bytes_per_node() {
-            let e = per_node.entry(node).or_default();
-            *e = e.saturating_add(b);
-            bytes = bytes.saturating_add(b);
-        }
-        if own {
-            let e = by_policy.entry(v.policy).or_default();
-            *e = e.saturating_add(bytes.max(1));
-        }
-    }
-    let main = by_policy.iter().max_by_key(|(_, b)| **b).map_or("default", |(p, _)| *p);
-    (per_node, parse_policy(main))
-}
-
-/// A policy as `numa_maps` prints it (`default`, `local`, `bind:0-1`,
-/// `prefer:1`, `prefer (many):1-2`, `interleave:0-3`,
-/// `weighted interleave:0-1`; flags like `=static` after the mode), read
-/// by the one policy parser ([`Policy`]'s); text no kernel writes is
-/// [`MemPolicy::Default`].
-pub fn parse_policy(s: &str) -> MemPolicy {
-    let Ok(p) = s.parse::<Policy>() else { return MemPolicy::Default };
-    match p.mode {
-        Mode::Bind => MemPolicy::Bind(p.nodes),
-        Mode::Preferred | Mode::PreferredMany => MemPolicy::Preferred(p.nodes),
-        Mode::Interleave | Mode::WeightedInterleave => MemPolicy::Interleave(p.nodes),
-        Mode::Local => MemPolicy::Local,
-        Mode::Default => MemPolicy::Default,
-    }
 }
 
 #[cfg(test)]
