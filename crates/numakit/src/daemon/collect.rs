@@ -20,15 +20,14 @@ use super::config::Config;
 use super::history::History;
 use super::settings::Settings;
 use super::snapshot::{MemPolicy, NodeState, ProcInfo, Progress, Snapshot};
-use crate::act::mempolicy::{Mode, Policy};
+
 use crate::place::auto;
 use crate::procs::counters::{Event, ThreadCounters};
-use crate::procs::{self, numa_maps, pidstat, ProcStat};
+use crate::procs::{self, pidstat, ProcStat};
 use crate::sets::{CpuSet, NodeSet};
 use crate::stats::{self, meminfo};
 use crate::sys::kept::{open_file_budget, KeptFiles};
 use crate::sys::{stat as cpustat, SysError, SysRoot};
-use crate::topo::Topology;
 
 mod memory;
 mod nodes;
