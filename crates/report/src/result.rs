@@ -52,6 +52,20 @@ pub struct Settings {
     pub outcome_from: String,
     /// Shares given with --shares, as typed.
     pub shares: Option<String>,
+    /// How the wall- and CPU-time comparisons were analysed:
+    /// "always-valid" (confidence sequences, Bonferroni over the
+    /// comparisons; the default) or "fixed-horizon" (`--look once`:
+    /// Welch's t, `adjustment`).
+    pub analysis: String,
+    /// Always-valid: the jobs per comparison the sequences are planned for
+    /// (per-host designs: the hosts they have).
+    pub planned_jobs: Option<u64>,
+    /// Where `planned_jobs` comes from: "--planned" or "default".
+    pub planned_from: Option<String>,
+    /// Always-valid: the wall-time comparisons α is shared over (k).
+    pub comparisons: u64,
+    /// What the intervals are, in words (the text report's header).
+    pub intervals: String,
 }
 
 /// What was read, and where each line and job went.
@@ -192,6 +206,9 @@ pub struct Effect {
     pub df: f64,
     /// Units (jobs, hosts or paired hosts) in the arm and in the control.
     pub n: [u64; 2],
+    /// What the always-valid interval is computed from (not in the JSON).
+    #[serde(skip)]
+    pub basis: Option<crate::analysis::Basis>,
 }
 
 /// The change in run-to-run variation.

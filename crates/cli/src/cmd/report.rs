@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use numakit::stats_math::Adjustment;
+use numakit_report::analysis::look::{Look, MAX_PLANNED, MIN_PLANNED};
 use numakit_report::{self as report, present, Options, ReadOptions, SacctFrom};
 
 use crate::Failure;
@@ -32,6 +33,15 @@ pub enum OutcomeArg {
     Sacct,
 }
 
+/// How often the report is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LookArg {
+    /// Read at any time, as often as wanted: always-valid intervals (confidence sequences, Bonferroni).
+    Always,
+    /// One look at a size fixed in advance: Welch's t intervals, --adjust.
+    Once,
+}
+
 /// `numakit report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -44,9 +54,15 @@ pub struct ReportArgs {
     /// The control arm every other arm is compared with.
     #[arg(long, value_name = "ARM", default_value = "none")]
     pub control: String,
-    /// How p-values are adjusted for the number of comparisons.
+    /// How p-values are adjusted for the number of comparisons (with --look once; always: spread and balance).
     #[arg(long, value_name = "METHOD", value_enum, default_value_t = AdjustArg::Holm)]
     pub adjust: AdjustArg,
+    /// How the report is read: always (intervals valid at every look) or once (one look, fixed horizon).
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = LookArg::Always)]
+    pub look: LookArg,
+    /// The jobs per comparison the always-valid intervals are tuned for (default 10000; 10 to 100000000).
+    #[arg(long, value_name = "N")]
+    pub planned: Option<String>,
     /// The effect "jobs needed" is for, in percent (2 or 2%): units for 80% power to detect it.
     #[arg(long, value_name = "PCT", default_value = "2%")]
     pub detect: String,
@@ -102,6 +118,15 @@ fn percent(text: &str) -> Result<f64, Failure> {
     }
 }
 
+/// `--planned N` (10000, 10,000 or 10_000) within its range.
+fn planned(text: &str) -> Result<u64, Failure> {
+    let t: String = text.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
+    match t.parse::<u64>() {
+        Ok(n) if (MIN_PLANNED..=MAX_PLANNED).contains(&n) => Ok(n),
+        _ => Err(Failure::usage(format!("--planned {text:?}: a number of jobs from {MIN_PLANNED} to {MAX_PLANNED}"))),
+    }
+}
+
 fn write_file(path: &PathBuf, text: &str) -> Result<(), Failure> {
     std::fs::write(path, text).map_err(|e| Failure::system(format!("cannot write {}: {e}", path.display())))
 }
@@ -125,6 +150,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         )),
         None => None,
     };
+    let look = match args.look {
+        LookArg::Once if args.planned.is_some() => {
+            return Err(Failure::usage("--planned: only with always-valid reading, not with --look once").into())
+        }
+        LookArg::Once => Look::Once,
+        LookArg::Always => Look::Always { planned: args.planned.as_deref().map(planned).transpose()? },
+    };
     let options = Options {
         by: args.by.clone(),
         control: args.control.clone(),
@@ -135,6 +167,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         detect: percent(&args.detect)?,
         power: 0.8,
         shares,
+        look,
     };
     let sacct = if args.sacct {
         let t = numakit::units::parse_duration(&args.sacct_timeout)

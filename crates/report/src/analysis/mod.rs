@@ -8,6 +8,9 @@
 mod balance;
 mod compare;
 mod hosts;
+pub mod look;
+
+pub use look::{Basis, Look};
 
 /// How the comparisons' numbers are written in words.
 pub mod compare_text {
@@ -38,6 +41,8 @@ pub struct Options {
     pub power: f64,
     /// `--shares`: arms and weights, and the text as typed.
     pub shares: Option<(Vec<(String, f64)>, String)>,
+    /// How the report is read: always-valid (default) or once.
+    pub look: Look,
 }
 
 impl Default for Options {
@@ -49,6 +54,7 @@ impl Default for Options {
             detect: 0.02,
             power: 0.8,
             shares: None,
+            look: Look::Always { planned: None },
         }
     }
 }
@@ -180,7 +186,7 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             balance: bal,
         });
     }
-    adjust(&mut out, o);
+    let k = adjust(&mut out, o);
     let span = f.span;
     Report {
         schema: SCHEMA.to_string(),
@@ -195,6 +201,15 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             power: o.power,
             outcome_from: if t.from_sacct { "sacct" } else { "records" }.to_string(),
             shares: o.shares.as_ref().map(|s| s.1.clone()),
+            analysis: if o.look == Look::Once { "fixed-horizon" } else { "always-valid" }.to_string(),
+            planned_jobs: o.look.planned_jobs(),
+            planned_from: match o.look {
+                Look::Always { planned: Some(_) } => Some("--planned".into()),
+                Look::Always { planned: None } => Some("default".into()),
+                Look::Once => None,
+            },
+            comparisons: k as u64,
+            intervals: intervals_text(o, k),
         },
         input: InputSummary {
             inputs,
@@ -264,10 +279,33 @@ fn group(
     Group { group: g.map(str::to_string), hardware_key: hw.to_string(), arms, not_randomized, comparisons, note }
 }
 
+/// The header's words for the intervals.
+fn intervals_text(o: &Options, k: usize) -> String {
+    match o.look {
+        Look::Always { planned } => format!(
+            "always-valid 95% intervals (confidence sequence planned for {} jobs per comparison{}, per-host designs \
+             for their hosts; Bonferroni over {} comparison{}): they may be read at any time, as often as wanted",
+            compare::count(o.look.planned_jobs().unwrap_or(look::DEFAULT_PLANNED_JOBS)),
+            if planned.is_some() { ", --planned" } else { ", the default" },
+            k,
+            if k == 1 { "" } else { "s" }
+        ),
+        Look::Once => format!(
+            "fixed-horizon 95% intervals (Welch's t, p-values adjusted by {}; --look once): valid for one look \
+             at a size fixed in advance, not for reading again as jobs come in",
+            o.adjustment.name()
+        ),
+    }
+}
+
 /// Adjusts the p-values of every comparison of the report, one family per
-/// measure (wall time, CPU time, spread), and sets the verdicts.
-fn adjust(exps: &mut [Experiment], o: &Options) {
+/// measure (wall time, CPU time, spread), and sets the verdicts. Read
+/// always-valid, the wall and CPU times take their confidence sequences
+/// with α shared over each measure's comparisons (Bonferroni); the spread
+/// keeps its one-look interval. Returns the wall-time comparisons.
+fn adjust(exps: &mut [Experiment], o: &Options) -> usize {
     let how = o.adjustment;
+    let always = o.look != Look::Once;
     for measure in 0..3 {
         let mut ps = Vec::new();
         for e in exps.iter() {
@@ -284,11 +322,22 @@ fn adjust(exps: &mut [Experiment], o: &Options) {
                 }
             }
         }
+        let k = ps.len();
         let adjusted = how.adjust(&ps);
         let mut it = adjusted.into_iter();
         for e in exps.iter_mut() {
             for g in &mut e.groups {
                 for c in &mut g.comparisons {
+                    let per_host = c.analysed_by.starts_with("host");
+                    if always && measure < 2 {
+                        let effect = if measure == 0 { c.wall.as_mut() } else { c.cpu.as_mut() };
+                        if let Some(e) = effect {
+                            if let Some(planned) = look::planned_for(&o.look, e, per_host) {
+                                look::apply(e, planned, k);
+                            }
+                        }
+                        continue;
+                    }
                     let slot = match measure {
                         0 => c.wall.as_mut().map(|x| &mut x.p_adjusted),
                         1 => c.cpu.as_mut().map(|x| &mut x.p_adjusted),
@@ -303,14 +352,22 @@ fn adjust(exps: &mut [Experiment], o: &Options) {
             }
         }
     }
+    let reading = if always {
+        compare::Reading { ci: "always-valid 95% CI", adjusted: "Bonferroni", by_interval: true }
+    } else {
+        compare::Reading { ci: "95% CI", adjusted: how.name(), by_interval: false }
+    };
+    let mut k = 0;
     for e in exps.iter_mut() {
         for g in &mut e.groups {
             for c in &mut g.comparisons {
-                compare::verdict(c, how);
-                compare::settle(c, o.detect, o.power);
+                k += usize::from(c.wall.is_some());
+                compare::verdict(c, reading);
+                compare::settle(c, o.detect, o.power, reading.ci);
             }
         }
     }
+    k
 }
 
 #[cfg(test)]

@@ -111,8 +111,12 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">Wall time, arm / control (geometric mean ratio, 95% interval; {} adjusted verdicts)</text>"#,
-        escape(&r.settings.adjustment)
+        r#"<text x="10" y="20" font-size="14" font-weight="bold">Wall time, arm / control (geometric mean ratio, {})</text>"#,
+        if r.settings.analysis == "always-valid" {
+            "always-valid 95% interval, Bonferroni".to_string()
+        } else {
+            format!("95% interval; {} adjusted verdicts", escape(&r.settings.adjustment))
+        }
     );
     // band and axis
     let (b0, b1) = (xpos(1.0 / (1.0 + detect)), xpos(1.0 + detect));

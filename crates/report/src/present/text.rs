@@ -60,7 +60,16 @@ fn arm_line(out: &mut String, a: &ArmSummary) {
     );
 }
 
-fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
+/// The interval's and the adjustment's names of the wall and CPU lines.
+fn effect_words(r: &Report) -> (&'static str, &str) {
+    if r.settings.analysis == "always-valid" {
+        ("always-valid CI", "Bonferroni")
+    } else {
+        ("95% CI", &r.settings.adjustment)
+    }
+}
+
+fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, (ci, how): (&str, &str)) {
     match e {
         None => {
             let _ = writeln!(out, "      {what:10} -  (too few to compare)");
@@ -68,7 +77,7 @@ fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
         Some(e) => {
             let _ = writeln!(
                 out,
-                "      {what:10} ×{:.3}  95% CI {:.3} to {:.3}  ({:+.1}% to {:+.1}%)  p {}  {how} {}  n {} / {}",
+                "      {what:10} ×{:.3}  {ci} {:.3} to {:.3}  ({:+.1}% to {:+.1}%)  p {}  {how} {}  n {} / {}",
                 e.ratio,
                 e.ci_low,
                 e.ci_high,
@@ -83,10 +92,10 @@ fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
     }
 }
 
-fn comparison(out: &mut String, c: &Comparison, how: &str) {
+fn comparison(out: &mut String, c: &Comparison, how: &str, words: (&str, &str)) {
     let _ = writeln!(out, "    {} against {} ({}):", name(&c.arm), name(&c.control), c.method);
-    effect_line(out, "wall time", &c.wall, how);
-    effect_line(out, "CPU time", &c.cpu, how);
+    effect_line(out, "wall time", &c.wall, words);
+    effect_line(out, "CPU time", &c.cpu, words);
     match &c.variation {
         None => {
             let _ = writeln!(out, "      {:10} -  (too few to compare)", "spread");
@@ -155,7 +164,7 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
             let _ = writeln!(out, "    {}", one_line(n));
         }
         for c in &g.comparisons {
-            comparison(out, c, how);
+            comparison(out, c, how, effect_words(r));
         }
     }
     let b = &e.balance;
@@ -281,9 +290,15 @@ pub fn render(r: &Report) -> String {
         "a job's outcome: wall time from its first step's start to its last step's end, CPU time summed over its steps and hosts (from {})",
         r.settings.outcome_from
     );
+    let _ = writeln!(out, "{}", r.settings.intervals);
+    let spread = if r.settings.analysis == "always-valid" {
+        "; spread: one-look 95% intervals; spread and balance p-values"
+    } else {
+        "; p-values"
+    };
     let _ = writeln!(
         out,
-        "effects are ratios of geometric means (arm / control; below 1 is faster) with 95% intervals; p-values adjusted by {} over all comparisons; \"needed\": units for {:.0}% power to detect ±{}% at p < {}",
+        "effects are ratios of geometric means (arm / control; below 1 is faster){spread} adjusted by {} over all comparisons; \"needed\": units for {:.0}% power to detect ±{}% at p < {} in one look",
         r.settings.adjustment,
         r.settings.power * 100.0,
         pct_text(r.settings.detect_pct),
