@@ -35,7 +35,8 @@ pub struct Report {
 pub struct Settings {
     /// The field jobs are grouped by (dotted when nested).
     pub by: String,
-    /// The control arm.
+    /// The control arm as given with --control, or "default": each
+    /// experiment's own (`none`, else `daemon-off`, else its first arm).
     pub control: String,
     /// How p-values are adjusted for the number of comparisons ("Holm",
     /// "Benjamini-Hochberg").
@@ -128,6 +129,9 @@ pub struct Experiment {
     pub name: Option<String>,
     /// What it randomized: "job", "host", "host-period", or "none".
     pub unit: String,
+    /// The arm its others are compared with: --control, or its own
+    /// (`none`, else `daemon-off`, else its first configured arm).
+    pub control: String,
     /// What its comparisons estimate, in words.
     pub design: String,
     /// The arms and shares the balance checks use, and where they come
@@ -252,7 +256,8 @@ pub struct Needed {
 pub struct Comparison {
     /// The arm.
     pub arm: String,
-    /// The control arm.
+    /// The control arm as given with --control, or "default": each
+    /// experiment's own (`none`, else `daemon-off`, else its first arm).
     pub control: String,
     /// The unit of analysis: "job", "host", "host (paired periods)".
     pub analysed_by: String,

@@ -51,9 +51,9 @@ pub struct ReportArgs {
     /// Group jobs by this record field (user, partition, account, placement.mode, hardware.cpu_model, ...).
     #[arg(long, value_name = "FIELD", default_value = "job_name")]
     pub by: String,
-    /// The control arm every other arm is compared with.
-    #[arg(long, value_name = "ARM", default_value = "none")]
-    pub control: String,
+    /// The control arm every other arm is compared with (default: each experiment's own: none, else daemon-off, else its first arm).
+    #[arg(long, value_name = "ARM")]
+    pub control: Option<String>,
     /// How p-values are adjusted for the number of comparisons (with --look once; always: spread and balance).
     #[arg(long, value_name = "METHOD", value_enum, default_value_t = AdjustArg::Holm)]
     pub adjust: AdjustArg,

@@ -19,6 +19,7 @@ pub mod compare_text {
 
 use std::collections::BTreeMap;
 
+use numakit::experiment::policy::assign::control_label;
 use numakit::stats_math::{Adjustment, CONFIDENCE, SIGNIFICANCE};
 
 use crate::collect::{CellKey, Finished};
@@ -31,8 +32,9 @@ use crate::tally::{CellTally, Tally};
 pub struct Options {
     /// The `--by` field (dotted when nested).
     pub by: String,
-    /// The control arm.
-    pub control: String,
+    /// The control arm (`None`: each experiment's own, as
+    /// `policy::assign::control_label` chooses it from its arms).
+    pub control: Option<String>,
     /// How p-values are adjusted.
     pub adjustment: Adjustment,
     /// The effect "jobs needed" is for, as a fraction (0.02).
@@ -49,7 +51,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             by: "job_name".into(),
-            control: "none".into(),
+            control: None,
             adjustment: Adjustment::Holm,
             detect: 0.02,
             power: 0.8,
@@ -167,9 +169,17 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             let g = (k.group != NONE).then(|| names.name(k.group));
             groups.entry((g, names.name(k.hw))).or_default().push(c);
         }
+        let control = o.control.clone().unwrap_or_else(|| {
+            let mut labels: Vec<&str> = shares.iter().map(|s| s.0.as_str()).collect();
+            if labels.is_empty() {
+                labels = cells.iter().map(|&c| names.name(f.cells[c as usize].arm)).collect();
+                labels.sort_unstable();
+            }
+            control_label(&labels).unwrap_or("none").to_string()
+        });
         let mut gs = Vec::new();
         for ((g, hw), cs) in groups {
-            gs.push(group(t, f, o, &clusters, *unit, g, hw, &cs, &shares));
+            gs.push(group(t, f, o, &clusters, (*unit, &control), g, hw, &cs, &shares));
         }
         let bal = balance::check(exp_id, *unit, t, f, &clusters, cells, &shares, o.adjustment);
         if *unit == 0 {
@@ -178,6 +188,7 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
         out.push(Experiment {
             name: name.map(str::to_string),
             unit: unit_name(*unit).to_string(),
+            control,
             design: design(*unit).to_string(),
             shares,
             shares_from,
@@ -193,7 +204,7 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
         numakit_version: env!("CARGO_PKG_VERSION").to_string(),
         settings: Settings {
             by: o.by.clone(),
-            control: o.control.clone(),
+            control: o.control.clone().unwrap_or_else(|| "default".into()),
             adjustment: o.adjustment.name().to_string(),
             alpha: SIGNIFICANCE,
             confidence: CONFIDENCE,
@@ -235,7 +246,7 @@ fn group(
     f: &Finished,
     o: &Options,
     clusters: &compare::ClusterIndex,
-    unit: u8,
+    (unit, control): (u8, &str),
     g: Option<&str>,
     hw: &str,
     cells: &[u32],
@@ -262,13 +273,11 @@ fn group(
     let mut comparisons = Vec::new();
     let mut note = None;
     if unit != 0 && !assigned.is_empty() {
-        match assigned.iter().find(|(a, _)| *a == o.control) {
-            None => {
-                note = Some(format!("no assigned jobs in the control arm {:?}: nothing to compare against", o.control))
-            }
+        match assigned.iter().find(|(a, _)| *a == control) {
+            None => note = Some(format!("no assigned jobs in the control arm {control:?}: nothing to compare against")),
             Some(&(_, ctrl)) => {
-                for &(arm, c) in assigned.iter().filter(|(a, _)| *a != o.control) {
-                    comparisons.push(compare::compare(t, clusters, unit, (arm, c), (&o.control, ctrl), o, shares));
+                for &(arm, c) in assigned.iter().filter(|(a, _)| *a != control) {
+                    comparisons.push(compare::compare(t, clusters, unit, (arm, c), (control, ctrl), o, shares));
                 }
                 if comparisons.is_empty() {
                     note = Some("only the control arm has assigned jobs".into());

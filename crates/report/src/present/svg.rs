@@ -94,7 +94,7 @@ pub fn render(r: &Report) -> String {
                         short(&g.hardware_key, 18),
                         short(&a.arm, 16)
                     );
-                    dist.push((label, a.arm.clone(), q, gm));
+                    dist.push((label, (a.arm == e.control).to_string(), q, gm));
                 }
             }
         }
@@ -214,7 +214,7 @@ pub fn render(r: &Report) -> String {
     }
     for (i, (label, arm, q, gm)) in dist.iter().enumerate() {
         let y = dtop + ROW * i as f64 + ROW / 2.0;
-        let c = if arm == &r.settings.control { "#6e7781" } else { "#8250df" };
+        let c = if arm == "true" { "#6e7781" } else { "#8250df" };
         let _ =
             writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, LEFT - 8.0, y + 4.0, escape(label));
         let _ = writeln!(

@@ -40,11 +40,12 @@ fn opt3(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-fn arm_line(out: &mut String, a: &ArmSummary) {
+fn arm_line(out: &mut String, a: &ArmSummary, unit: &str) {
     let q = a
         .wall_quantiles_s
         .map_or("-".into(), |q| format!("{} / {} / {}", duration(q[0]), duration(q[1]), duration(q[2])));
-    let clusters = a.clusters.map_or(String::new(), |c| format!(" ({} hosts)", count(c)));
+    let units = if unit == "host-period" { "host-periods" } else { "hosts" };
+    let clusters = a.clusters.map_or(String::new(), |c| format!(" ({} {units})", count(c)));
     let _ = writeln!(
         out,
         "    {:10} {:9} {:>9}{clusters} {:>7} {:>9} {:>8} {:>26} {:>9} {:>8}",
@@ -155,7 +156,7 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
             "arm", "source", "jobs", "failed", "wall gm", "sd(ln)", "wall p10 / p50 / p90", "CPU gm", "sd(ln)"
         );
         for a in g.arms.iter().chain(&g.not_randomized) {
-            arm_line(out, a);
+            arm_line(out, a, &e.unit);
         }
         if !g.not_randomized.is_empty() {
             let _ = writeln!(out, "    (chosen and default arms are shown, never compared: not randomized)");
