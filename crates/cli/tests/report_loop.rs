@@ -79,3 +79,88 @@ fn per_host_tables_count_hosts() {
     assert!(out.contains("auto against none (") && out.contains(" hosts)"), "{out}");
     assert!(!out.contains("host-periods)"), "{out}");
 }
+
+/// A farm of classes (records' `class` the job name) with the given
+/// effects of `auto` against `none` (ln ratio), per-job arms at 50:50.
+fn class_farm(dir: &Path, name: &str, seed: u64, jobs: u64, effects: &[(&str, f64)]) -> PathBuf {
+    let mut farm = Farm::calibration(seed, jobs);
+    farm.slow_host = None;
+    farm.chosen = 0.0;
+    farm.classes.retain(|c| effects.iter().any(|(n, _)| *n == c.name));
+    for c in &mut farm.classes {
+        c.effect = effects.iter().find(|(n, _)| *n == c.name).map_or(0.0, |e| e.1);
+        c.sd_factor = 1.0;
+        c.sd_log = 0.15;
+        c.tail = numakit_report::synth::Tail::LogNormal;
+    }
+    write_farm(dir, name, &farm, |l| {
+        let mut v: serde_json::Value = serde_json::from_str(&l).expect("record");
+        v["class"] = v["job_name"].clone();
+        v.to_string()
+    })
+}
+
+#[test]
+fn a_class_ten_percent_slower_is_guarded_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = class_farm(dir.path(), "farm.jsonl", 21, 4000, &[("reco", 0.0), ("sim", (1.10f64).ln())]);
+    let guards = dir.path().join("guards");
+    let o = nk(&["report", p.to_str().unwrap(), "--guard-file", guards.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("guard written to ") && out.contains("class=sim arm=auto  # +"), "{out}");
+    let g =
+        numakit::experiment::guard::Guards::parse(&std::fs::read_to_string(&guards).expect("guards")).expect("parse");
+    assert_eq!(g.0.len(), 1, "{:?}", g.0);
+    assert_eq!((g.0[0].class.as_str(), g.0[0].arm.as_str(), g.0[0].experiment.as_deref()), ("sim", "auto", None));
+    assert!(g.0[0].since.is_some());
+    let why = g.0[0].why.as_deref().expect("its evidence");
+    assert!(why.contains("slower than none (always-valid CI") && why.contains("3% margin"), "{why}");
+    // `numakit guard list` reads what report wrote; a second report keeps it, once
+    let l = nk(&["guard", "list", "--file", guards.to_str().unwrap()]);
+    assert!(l.status.success() && text(&l.stdout).contains("sim"), "{}{}", text(&l.stdout), text(&l.stderr));
+    let o = nk(&["report", p.to_str().unwrap(), "--guard-file", guards.to_str().unwrap(), "--json"]);
+    assert!(o.status.success() && text(&o.stderr).contains("guard kept: class=sim arm=auto"), "{}", text(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout stays JSON");
+    let g2 = numakit::experiment::guard::Guards::parse(&std::fs::read_to_string(&guards).unwrap()).unwrap();
+    assert_eq!(g2, g);
+}
+
+#[test]
+fn a_null_farm_writes_no_guard() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = class_farm(dir.path(), "null.jsonl", 22, 4000, &[("reco", 0.0), ("sim", 0.0)]);
+    let guards = dir.path().join("guards");
+    let o = nk(&["report", p.to_str().unwrap(), "--guard-file", guards.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("guards: no arm worse than its control beyond doubt"), "{}", text(&o.stdout));
+    assert!(!guards.exists(), "no guard, no file");
+}
+
+#[test]
+fn guard_flags_refuse_what_they_cannot_do_in_one_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = class_farm(dir.path(), "f.jsonl", 23, 200, &[("reco", 0.0)]);
+    let g = dir.path().join("guards");
+    let (p, g) = (p.to_str().unwrap(), g.to_str().unwrap());
+    for (args, want) in [
+        (vec!["--guard-file", g, "--by", "user"], "--guard-file: guards are per class: give --by class, not --by user"),
+        (vec!["--guard-file", g, "--look", "once"], "always-valid evidence only"),
+        (vec!["--guard-file", g, "--guard-margin", "abc"], "--guard-margin \"abc\": a percentage"),
+        (vec!["--planned", "0"], "--planned \"0\": a number of jobs from 10"),
+    ] {
+        let mut a = vec!["report", p];
+        a.extend(args);
+        let o = nk(&a);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+        assert!(err.contains(want) && err.lines().count() == 1, "{a:?}: {err}");
+    }
+    // a guard file that is not one: refused, named, left as it was
+    std::fs::write(dir.path().join("guards"), "not a guard\n").unwrap();
+    let class = class_farm(dir.path(), "slow.jsonl", 24, 4000, &[("sim", (1.10f64).ln())]);
+    let o = nk(&["report", class.to_str().unwrap(), "--guard-file", g]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("guards") && text(&o.stderr).lines().count() == 1, "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(g).unwrap(), "not a guard\n");
+}

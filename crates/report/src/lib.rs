@@ -21,6 +21,7 @@
 
 pub mod analysis;
 mod collect;
+pub mod guards;
 pub mod input;
 mod jobs;
 mod line;

@@ -15,6 +15,40 @@ use numakit_report::{self as report, present, Options, ReadOptions, SacctFrom};
 
 use crate::Failure;
 
+/// `--guard-file`: the report's findings into the guard file.
+mod guards {
+    use std::path::Path;
+
+    use numakit::experiment::guard::{self, Guard};
+    use numakit_report::{guards::findings, Report};
+
+    use crate::Failure;
+
+    /// Adds a guard for each finding not guarded yet; the lines to print.
+    /// Without a finding the file is left as it is.
+    pub fn write(file: &Path, r: &Report, margin: f64) -> Result<Vec<String>, Failure> {
+        let found = findings(r, margin);
+        let shown = numakit::text::path(file);
+        if found.is_empty() {
+            return Ok(vec![format!("guards: no arm worse than its control beyond doubt: {shown} left as it is")]);
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        guard::update(file, |gs| {
+            let mut said = Vec::new();
+            for f in found {
+                if gs.stopping(&f.class, f.experiment.as_deref(), &f.arm).is_some() {
+                    said.push(format!("guard kept: class={} arm={} (already guarded in {shown})", f.class, f.arm));
+                    continue;
+                }
+                said.push(format!("guard written to {shown}: class={} arm={}  # {}", f.class, f.arm, f.why));
+                gs.0.push(Guard { class: f.class, experiment: None, arm: f.arm, since: Some(now), why: Some(f.why) });
+            }
+            said
+        })
+        .map_err(Failure::system)
+    }
+}
+
 /// How p-values are adjusted for the number of comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AdjustArg {
@@ -48,9 +82,9 @@ pub struct ReportArgs {
     /// Record files, folders (searched for *.jsonl and *.jsonl.gz) or - for standard input (the default); gzip is detected.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Group jobs by this record field (user, partition, account, placement.mode, hardware.cpu_model, ...).
-    #[arg(long, value_name = "FIELD", default_value = "job_name")]
-    pub by: String,
+    /// Group jobs by this record field (user, partition, account, class, placement.mode, ...; default job_name, class with --guard-file).
+    #[arg(long, value_name = "FIELD")]
+    pub by: Option<String>,
     /// The control arm every other arm is compared with (default: each experiment's own: none, else daemon-off, else its first arm).
     #[arg(long, value_name = "ARM")]
     pub control: Option<String>,
@@ -89,6 +123,12 @@ pub struct ReportArgs {
     /// Also write the report with its pictures to FILE as one HTML page.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Add a guard to FILE for each class whose arm is worse than its control on always-valid evidence.
+    #[arg(long, value_name = "FILE")]
+    pub guard_file: Option<PathBuf>,
+    /// How much slower an arm must be, beyond doubt, to be guarded (3 or 3%).
+    #[arg(long, value_name = "PCT", default_value = "3%", requires = "guard_file")]
+    pub guard_margin: String,
     /// Parsing threads (default: all CPUs; 1 to 256).
     #[arg(
         long,
@@ -109,12 +149,13 @@ pub struct ReportArgs {
     pub tmpdir: Option<PathBuf>,
 }
 
-/// "2%", "2", "0.5%" as a fraction; the message names the value as typed.
-fn percent(text: &str) -> Result<f64, Failure> {
+/// "2%", "2", "0.5%" as a fraction; the message names the flag and the
+/// value as typed.
+fn percent(flag: &str, text: &str) -> Result<f64, Failure> {
     let t = text.trim().trim_end_matches('%').trim();
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v / 100.0),
-        _ => Err(Failure::usage(format!("--detect {text:?}: a percentage above 0 and below 100 (2 or 2%)"))),
+        _ => Err(Failure::usage(format!("{flag} {text:?}: a percentage above 0 and below 100 (2 or 2%)"))),
     }
 }
 
@@ -133,7 +174,24 @@ fn write_file(path: &PathBuf, text: &str) -> Result<(), Failure> {
 
 /// Runs `numakit report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
-    report::check_by(&args.by).map_err(Failure::usage)?;
+    let by = match (&args.by, args.guard_file.is_some()) {
+        (Some(b), true) if b != "class" => {
+            return Err(
+                Failure::usage(format!("--guard-file: guards are per class: give --by class, not --by {b}")).into()
+            )
+        }
+        (Some(b), _) => b.clone(),
+        (None, true) => "class".to_string(),
+        (None, false) => "job_name".to_string(),
+    };
+    report::check_by(&by).map_err(Failure::usage)?;
+    if args.guard_file.is_some() && args.look == LookArg::Once {
+        return Err(Failure::usage(
+            "--guard-file: guards are written on always-valid evidence only, not with --look once",
+        )
+        .into());
+    }
+    let margin = percent("--guard-margin", &args.guard_margin)?;
     if args.outcome_from == OutcomeArg::Sacct && !args.sacct && args.sacct_file.is_none() {
         return Err(Failure::usage("--outcome-from sacct needs --sacct or --sacct-file").into());
     }
@@ -158,13 +216,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         LookArg::Always => Look::Always { planned: args.planned.as_deref().map(planned).transpose()? },
     };
     let options = Options {
-        by: args.by.clone(),
+        by,
         control: args.control.clone(),
         adjustment: match args.adjust {
             AdjustArg::Holm => Adjustment::Holm,
             AdjustArg::Bh => Adjustment::BenjaminiHochberg,
         },
-        detect: percent(&args.detect)?,
+        detect: percent("--detect", &args.detect)?,
         power: 0.8,
         shares,
         look,
@@ -204,6 +262,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         writeln!(out)?;
     } else {
         out.write_all(present::text::render(&r).as_bytes())?;
+    }
+    if let Some(file) = &args.guard_file {
+        let said = guards::write(file, &r, margin)?;
+        if args.json.json {
+            out.flush()?;
+            let mut err = std::io::stderr().lock();
+            said.iter().try_for_each(|l| writeln!(err, "numakit: report: {l}"))?;
+        } else {
+            said.iter().try_for_each(|l| writeln!(out, "{l}"))?;
+        }
     }
     // As ripgrep does: an input that could not be read (to its end) is said
     // on standard error too, the report is made of the rest, and the exit

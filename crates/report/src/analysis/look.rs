@@ -75,6 +75,13 @@ impl Basis {
     }
 }
 
+/// The always-valid interval of the estimate itself (not its ratio), for
+/// one of `k` comparisons at level `alpha`, planned for `planned` units.
+pub fn bounds(b: &Basis, planned: u64, k: usize, alpha: f64) -> Option<(f64, f64)> {
+    let s = Sequence::new(alpha / k.max(1) as f64, planned.max(1) as f64)?;
+    s.interval(b.estimate, b.se, b.n as f64)
+}
+
 /// The always-valid interval of the ratio and its p-values, for one of
 /// `k` comparisons read together at level `alpha`, planned for `planned`
 /// units: (ci_low, ci_high, p, p adjusted over the k). `None` when the
