@@ -144,7 +144,7 @@ fn guard_flags_refuse_what_they_cannot_do_in_one_line() {
     let g = dir.path().join("guards");
     let (p, g) = (p.to_str().unwrap(), g.to_str().unwrap());
     for (args, want) in [
-        (vec!["--guard-file", g, "--by", "user"], "--guard-file: guards are per class: give --by class, not --by user"),
+        (vec!["--guard-file", g, "--by", "user"], "--guard-file: per class: give --by class, not --by user"),
         (vec!["--guard-file", g, "--look", "once"], "always-valid evidence only"),
         (vec!["--guard-file", g, "--guard-margin", "abc"], "--guard-margin \"abc\": a percentage"),
         (vec!["--planned", "0"], "--planned \"0\": a number of jobs from 10"),
@@ -163,4 +163,138 @@ fn guard_flags_refuse_what_they_cannot_do_in_one_line() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("guards") && text(&o.stderr).lines().count() == 1, "{}", text(&o.stderr));
     assert_eq!(std::fs::read_to_string(g).unwrap(), "not a guard\n");
+}
+
+const CURRENT: &str = "# the site's policy\n\
+defaults key=/etc/numakit/experiment.key cluster=farm\n\
+rule reco name=reco* experiment=reco-q1 arms=auto:1,none:1\n\
+rule sim partition=sim \\\n    experiment=sim-q1 arms=auto:1,none:1  # since June\n\
+rule hepspec name=hepspec experiment=hs-q1 arms=auto:1,none:1\n\
+rule rest mode=auto holdout=2%\n";
+
+fn line_of<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no line {start:?} in\n{text}"))
+}
+
+#[test]
+fn a_proposed_policy_decides_gains_and_losses_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let effects = [("reco", (0.90f64).ln()), ("sim", (1.10f64).ln()), ("hepspec", 0.0)];
+    let p = class_farm(dir.path(), "farm.jsonl", 31, 6000, &effects);
+    let current = dir.path().join("policy");
+    std::fs::write(&current, CURRENT).unwrap();
+    let out = dir.path().join("proposed");
+    let args = ["report", p.to_str().unwrap(), "--propose-policy", out.to_str().unwrap()];
+    let o = nk(&[&args[..], &["--policy", current.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(said.contains("proposed: class reco: decide auto (auto faster than none)"), "{said}");
+    assert!(said.contains("proposed: class sim: decide none (auto slower than none)"), "{said}");
+    assert!(said.contains("proposed: class hepspec: undecided: kept as it is"), "{said}");
+    let new = std::fs::read_to_string(&out).expect("proposed");
+    eprintln!("{new}");
+    assert_eq!(std::fs::read_to_string(&current).unwrap(), CURRENT, "the policy in force is never written");
+    // the modes, matchers kept, the undecided and untouched rules as they were
+    assert_eq!(line_of(&new, "rule reco"), "rule reco name=reco* mode=auto holdout=5% holdout-arm=none");
+    assert_eq!(line_of(&new, "rule sim"), "rule sim partition=sim mode=none holdout=5% holdout-arm=auto");
+    assert_eq!(line_of(&new, "rule hepspec"), "rule hepspec name=hepspec experiment=hs-q1 arms=auto:1,none:1");
+    assert_eq!(line_of(&new, "rule rest"), "rule rest mode=auto holdout=2%");
+    // the evidence, as comments
+    assert!(line_of(&new, "# was: rule reco").contains("experiment=reco-q1"), "{new}");
+    assert!(new.contains("# was:     experiment=sim-q1 arms=auto:1,none:1  # since June"), "{new}");
+    let reco = line_of(&new, "# proposed for class reco: auto is faster than none");
+    assert!(!reco.is_empty());
+    assert!(line_of(&new, "#   auto against none on ").contains("(always-valid 95% CI"), "{new}");
+    let records = line_of(&new, "#   records 2026-01-01T");
+    assert!(
+        records.contains(" (UTC); inputs sha256 ") && records.contains("of the bytes of 1 input file"),
+        "{records}"
+    );
+    let hash = records.split("sha256 ").nth(1).unwrap().split(' ').next().unwrap();
+    assert_eq!(hash.len(), 64, "{records}");
+    // it passes the policy's own check, and the diff says what changed
+    let c = nk(&["policy", "check", out.to_str().unwrap()]);
+    assert!(
+        c.status.success() && text(&c.stdout).contains("4 rules, 4 classes: valid"),
+        "{}{}",
+        text(&c.stdout),
+        text(&c.stderr)
+    );
+    let mut diff_path = out.clone().into_os_string();
+    diff_path.push(".diff");
+    let diff = std::fs::read_to_string(&diff_path).expect("diff");
+    assert!(diff.starts_with(&format!("--- {}\n+++ {}\n", current.display(), out.display())), "{diff}");
+    assert!(diff.contains("\n-rule reco name=reco* experiment=reco-q1 arms=auto:1,none:1\n"), "{diff}");
+    assert!(diff.contains("\n+rule reco name=reco* mode=auto holdout=5% holdout-arm=none\n"), "{diff}");
+    assert!(!diff.contains("-rule hepspec"), "{diff}");
+    // the proposal, once in force, is the start of the next one: one header, rules as decided
+    let again = dir.path().join("again");
+    let o =
+        nk(&[&args[..2], &["--propose-policy", again.to_str().unwrap(), "--policy", out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let next = std::fs::read_to_string(&again).unwrap();
+    assert_eq!(next.matches("# numakit policy proposed by").count(), 1, "{next}");
+    assert_eq!(line_of(&next, "rule reco"), "rule reco name=reco* mode=auto holdout=5% holdout-arm=none");
+    assert!(nk(&["policy", "check", again.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn without_a_policy_rules_are_per_job_name() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let effects = [("reco", (0.90f64).ln()), ("sim", (1.10f64).ln()), ("hepspec", 0.0)];
+    let p = class_farm(dir.path(), "farm.jsonl", 32, 6000, &effects);
+    let out = dir.path().join("proposed");
+    let o = nk(&["report", p.to_str().unwrap(), "--propose-policy", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout stays JSON");
+    let new = std::fs::read_to_string(&out).expect("proposed");
+    assert_eq!(line_of(&new, "rule reco"), "rule reco name=reco mode=auto holdout=5% holdout-arm=none");
+    assert_eq!(line_of(&new, "rule sim"), "rule sim name=sim mode=none holdout=5% holdout-arm=auto");
+    assert!(new.contains("# hepspec: undecided: no rule"), "{new}");
+    let c = nk(&["policy", "check", out.to_str().unwrap()]);
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let mut diff_path = out.into_os_string();
+    diff_path.push(".diff");
+    assert!(!Path::new(&diff_path).exists(), "no current policy, no diff");
+}
+
+#[test]
+fn the_policy_in_force_is_never_the_output() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = class_farm(dir.path(), "f.jsonl", 33, 300, &[("reco", 0.0)]);
+    let current = dir.path().join("policy");
+    std::fs::write(&current, CURRENT).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&current, &link).unwrap();
+    for out in [current.clone(), link, dir.path().join(".").join("policy")] {
+        let o = nk(&[
+            "report",
+            p.to_str().unwrap(),
+            "--propose-policy",
+            out.to_str().unwrap(),
+            "--policy",
+            current.to_str().unwrap(),
+        ]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{out:?}: {err}");
+        assert!(err.contains("the same file as --policy") && err.lines().count() == 1, "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(&current).unwrap(), CURRENT);
+    // a broken current policy is named with its line and column
+    std::fs::write(&current, "rule x cpus=9-1 mode=auto\n").unwrap();
+    let out = dir.path().join("new");
+    let o = nk(&[
+        "report",
+        p.to_str().unwrap(),
+        "--propose-policy",
+        out.to_str().unwrap(),
+        "--policy",
+        current.to_str().unwrap(),
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--policy ") && err.contains(":1:8: \"cpus=9-1\"") && err.lines().count() == 1, "{err}");
+    assert!(!out.exists());
+    let o = nk(&["report", p.to_str().unwrap(), "--policy", current.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "--policy alone: {}", text(&o.stderr));
 }

@@ -27,6 +27,7 @@ mod jobs;
 mod line;
 mod parse;
 pub mod present;
+pub mod propose;
 pub mod result;
 pub mod sacct;
 mod strings;

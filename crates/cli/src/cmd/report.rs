@@ -15,39 +15,7 @@ use numakit_report::{self as report, present, Options, ReadOptions, SacctFrom};
 
 use crate::Failure;
 
-/// `--guard-file`: the report's findings into the guard file.
-mod guards {
-    use std::path::Path;
-
-    use numakit::experiment::guard::{self, Guard};
-    use numakit_report::{guards::findings, Report};
-
-    use crate::Failure;
-
-    /// Adds a guard for each finding not guarded yet; the lines to print.
-    /// Without a finding the file is left as it is.
-    pub fn write(file: &Path, r: &Report, margin: f64) -> Result<Vec<String>, Failure> {
-        let found = findings(r, margin);
-        let shown = numakit::text::path(file);
-        if found.is_empty() {
-            return Ok(vec![format!("guards: no arm worse than its control beyond doubt: {shown} left as it is")]);
-        }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        guard::update(file, |gs| {
-            let mut said = Vec::new();
-            for f in found {
-                if gs.stopping(&f.class, f.experiment.as_deref(), &f.arm).is_some() {
-                    said.push(format!("guard kept: class={} arm={} (already guarded in {shown})", f.class, f.arm));
-                    continue;
-                }
-                said.push(format!("guard written to {shown}: class={} arm={}  # {}", f.class, f.arm, f.why));
-                gs.0.push(Guard { class: f.class, experiment: None, arm: f.arm, since: Some(now), why: Some(f.why) });
-            }
-            said
-        })
-        .map_err(Failure::system)
-    }
-}
+mod close;
 
 /// How p-values are adjusted for the number of comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -129,6 +97,12 @@ pub struct ReportArgs {
     /// How much slower an arm must be, beyond doubt, to be guarded (3 or 3%).
     #[arg(long, value_name = "PCT", default_value = "3%", requires = "guard_file")]
     pub guard_margin: String,
+    /// Write a policy to OUT deciding each class's arm where the always-valid evidence is clear (and OUT.diff against --policy).
+    #[arg(long, value_name = "OUT")]
+    pub propose_policy: Option<PathBuf>,
+    /// The policy in force the proposal starts from (its classes, rules and matchers); never written.
+    #[arg(long, value_name = "CURRENT", requires = "propose_policy")]
+    pub policy: Option<PathBuf>,
     /// Parsing threads (default: all CPUs; 1 to 256).
     #[arg(
         long,
@@ -159,6 +133,29 @@ fn percent(flag: &str, text: &str) -> Result<f64, Failure> {
     }
 }
 
+/// The `--by` field: as given, else `class` where guards or a policy
+/// are written from classes, else `job_name`. Guards and a proposal from
+/// a current policy need classes; a proposal without one, job names.
+fn by(args: &ReportArgs) -> Result<String, Failure> {
+    let classes = args.guard_file.is_some() || args.policy.is_some();
+    let names = args.propose_policy.is_some() && args.policy.is_none();
+    match (&args.by, classes, names) {
+        (_, true, true) => Err(Failure::usage(
+            "--guard-file with --propose-policy needs --policy CURRENT: its rules say which jobs a class is",
+        )),
+        (Some(b), true, _) if b != "class" => Err(Failure::usage(format!(
+            "{}: per class: give --by class, not --by {b}",
+            if args.guard_file.is_some() { "--guard-file" } else { "--propose-policy with --policy" }
+        ))),
+        (Some(b), _, true) if b != "job_name" => Err(Failure::usage(format!(
+            "--propose-policy without --policy: rules per job name: give --by job_name (or --policy CURRENT), not --by {b}"
+        ))),
+        (Some(b), ..) => Ok(b.clone()),
+        (None, true, _) => Ok("class".into()),
+        (None, ..) => Ok("job_name".into()),
+    }
+}
+
 /// `--planned N` (10000, 10,000 or 10_000) within its range.
 fn planned(text: &str) -> Result<u64, Failure> {
     let t: String = text.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
@@ -174,23 +171,21 @@ fn write_file(path: &PathBuf, text: &str) -> Result<(), Failure> {
 
 /// Runs `numakit report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
-    let by = match (&args.by, args.guard_file.is_some()) {
-        (Some(b), true) if b != "class" => {
-            return Err(
-                Failure::usage(format!("--guard-file: guards are per class: give --by class, not --by {b}")).into()
-            )
-        }
-        (Some(b), _) => b.clone(),
-        (None, true) => "class".to_string(),
-        (None, false) => "job_name".to_string(),
-    };
+    let by = by(args)?;
     report::check_by(&by).map_err(Failure::usage)?;
-    if args.guard_file.is_some() && args.look == LookArg::Once {
-        return Err(Failure::usage(
-            "--guard-file: guards are written on always-valid evidence only, not with --look once",
-        )
-        .into());
+    for (flag, given) in
+        [("--guard-file", args.guard_file.is_some()), ("--propose-policy", args.propose_policy.is_some())]
+    {
+        if given && args.look == LookArg::Once {
+            return Err(
+                Failure::usage(format!("{flag}: written on always-valid evidence only, not with --look once")).into()
+            );
+        }
     }
+    let current = match &args.propose_policy {
+        Some(out) => close::current(out, args.policy.as_deref())?,
+        None => None,
+    };
     let margin = percent("--guard-margin", &args.guard_margin)?;
     if args.outcome_from == OutcomeArg::Sacct && !args.sacct && args.sacct_file.is_none() {
         return Err(Failure::usage("--outcome-from sacct needs --sacct or --sacct-file").into());
@@ -263,8 +258,15 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
     } else {
         out.write_all(present::text::render(&r).as_bytes())?;
     }
+    let mut said = Vec::new();
     if let Some(file) = &args.guard_file {
-        let said = guards::write(file, &r, margin)?;
+        said.extend(close::guards(file, &r, margin)?);
+    }
+    if let Some(out_path) = &args.propose_policy {
+        let cur = args.policy.as_deref().zip(current.as_deref());
+        said.extend(close::propose(out_path, cur, &r, &sources)?);
+    }
+    if !said.is_empty() {
         if args.json.json {
             out.flush()?;
             let mut err = std::io::stderr().lock();
