@@ -13,7 +13,7 @@
 //! (Welch's t, Holm or Benjamini–Hochberg) for a site that declares its one
 //! look in advance.
 
-use numakit::stats_math::{Moments, Sequence, SIGNIFICANCE};
+use numakit::stats_math::{student_t_quantile, Moments, Sequence, UnitsNeeded, MAX_UNITS_NEEDED, SIGNIFICANCE};
 
 use super::compare::exp_bounded;
 use crate::result::Effect;
@@ -112,6 +112,43 @@ pub fn apply(e: &mut Effect, planned: u64, k: usize) {
     }
 }
 
+/// Units in all for the always-valid interval to show an effect of
+/// `delta` (ln ratio) with `power`, for one of `k` comparisons: the
+/// smallest n with δ √n / σ ≥ k_seq(n) + z_power, σ = se √n of the
+/// comparison's basis (its units' spread at its shares). Planned for
+/// `planned` units, or (`None`, per-host designs) for n itself.
+pub fn needed(b: &Basis, delta: f64, power: f64, planned: Option<u64>, k: usize) -> Option<UnitsNeeded> {
+    let sigma = b.se * (b.n as f64).sqrt();
+    let z = student_t_quantile(power, 1e6)?;
+    if !(sigma.is_finite() && sigma > 0.0 && delta > 0.0) {
+        return None;
+    }
+    let alpha = SIGNIFICANCE / k.max(1) as f64;
+    let enough = |n: u64| -> Option<bool> {
+        let s = Sequence::new(alpha, planned.unwrap_or(n).max(1) as f64)?;
+        Some(delta * (n as f64).sqrt() / sigma >= s.multiplier(n as f64)? + z)
+    };
+    // the boundary grows like √(ln n) beyond the plan, the effect like √n:
+    // double until enough, then bisect
+    let mut hi = 4u64;
+    while !enough(hi)? {
+        if hi >= MAX_UNITS_NEEDED {
+            return Some(UnitsNeeded::MoreThan(MAX_UNITS_NEEDED));
+        }
+        hi = (hi * 2).min(MAX_UNITS_NEEDED);
+    }
+    let mut lo = hi / 2;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if enough(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(UnitsNeeded::Exactly(hi))
+}
+
 /// The planned units of a comparison analysed by `analysed_by`: jobs as
 /// planned, hosts as there are.
 pub fn planned_for(look: &Look, e: &Effect, per_host: bool) -> Option<u64> {
@@ -152,6 +189,21 @@ mod tests {
                 assert_eq!(hi < 1.0, adj <= 0.05, "estimate {est}, k {k}");
             }
         }
+    }
+
+    #[test]
+    fn the_always_valid_interval_needs_about_twice_the_jobs_of_one_look() {
+        // sd(ln time) 0.1 at 50:50: one look needs 800 jobs for 2%
+        // (docs/experiments.md's table); a unit's σ of the difference is
+        // 0.1 √(1/0.5 + 1/0.5) = 0.2
+        let b = Basis { estimate: 0.0, se: 0.2 / (1000f64).sqrt(), n: 1000 };
+        let Some(UnitsNeeded::Exactly(n)) = needed(&b, (1.02f64).ln(), 0.8, None, 1) else { panic!() };
+        let ratio = n as f64 / 800.0;
+        assert!((1.7..2.1).contains(&ratio), "{n} jobs, {ratio} times one look's");
+        // planned far from it costs more; a tiny effect is bounded
+        let Some(UnitsNeeded::Exactly(m)) = needed(&b, (1.02f64).ln(), 0.8, Some(100_000), 1) else { panic!() };
+        assert!(m > n, "{m} vs {n}");
+        assert_eq!(needed(&b, 1e-6, 0.8, Some(10_000), 1), Some(UnitsNeeded::MoreThan(MAX_UNITS_NEEDED)));
     }
 
     #[test]

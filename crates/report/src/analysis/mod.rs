@@ -288,6 +288,22 @@ fn group(
     Group { group: g.map(str::to_string), hardware_key: hw.to_string(), arms, not_randomized, comparisons, note }
 }
 
+/// "needed" for the always-valid interval: the units in all for it to
+/// show ±detect with the power, α shared over the `k` comparisons.
+fn always_needed(c: &mut crate::result::Comparison, o: &Options, k: usize) {
+    let per_host = c.analysed_by.starts_with("host");
+    let (Some(n), Some(b)) = (c.needed.as_mut(), c.wall.as_ref().and_then(|w| w.basis)) else { return };
+    let planned = if per_host { None } else { o.look.planned_jobs() };
+    if let Some(u) = look::needed(&b, (1.0 + o.detect).ln(), o.power, planned, k) {
+        let have = b.n;
+        let (total, more_than) = match u {
+            numakit::stats_math::UnitsNeeded::Exactly(t) => (t, false),
+            numakit::stats_math::UnitsNeeded::MoreThan(t) => (t, true),
+        };
+        (n.total, n.more, n.more_than) = (total, total.saturating_sub(have), more_than);
+    }
+}
+
 /// The header's words for the intervals.
 fn intervals_text(o: &Options, k: usize) -> String {
     match o.look {
@@ -366,11 +382,13 @@ fn adjust(exps: &mut [Experiment], o: &Options) -> usize {
     } else {
         compare::Reading { ci: "95% CI", adjusted: how.name(), by_interval: false }
     };
-    let mut k = 0;
+    let k = exps.iter().flat_map(|e| &e.groups).flat_map(|g| &g.comparisons).filter(|c| c.wall.is_some()).count();
     for e in exps.iter_mut() {
         for g in &mut e.groups {
             for c in &mut g.comparisons {
-                k += usize::from(c.wall.is_some());
+                if always {
+                    always_needed(c, o, k);
+                }
                 compare::verdict(c, reading);
                 compare::settle(c, o.detect, o.power, reading.ci);
             }

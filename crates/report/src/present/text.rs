@@ -299,11 +299,15 @@ pub fn render(r: &Report) -> String {
     };
     let _ = writeln!(
         out,
-        "effects are ratios of geometric means (arm / control; below 1 is faster){spread} adjusted by {} over all comparisons; \"needed\": units for {:.0}% power to detect ±{}% at p < {} in one look",
+        "effects are ratios of geometric means (arm / control; below 1 is faster){spread} adjusted by {} over all comparisons; \"needed\": units for {:.0}% power to detect ±{}% {}",
         r.settings.adjustment,
         r.settings.power * 100.0,
         pct_text(r.settings.detect_pct),
-        r.settings.alpha
+        if r.settings.analysis == "always-valid" {
+            "with these always-valid intervals".to_string()
+        } else {
+            format!("at p < {} in one look", r.settings.alpha)
+        }
     );
     for e in &r.experiments {
         experiment(&mut out, e, r);
