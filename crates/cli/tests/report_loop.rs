@@ -298,3 +298,35 @@ fn the_policy_in_force_is_never_the_output() {
     let o = nk(&["report", p.to_str().unwrap(), "--policy", current.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "--policy alone: {}", text(&o.stderr));
 }
+
+#[test]
+fn an_arm_that_fails_more_often_is_guarded_on_its_failures() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut farm = Farm::calibration(41, 4000);
+    farm.slow_host = None;
+    farm.chosen = 0.0;
+    farm.classes.retain(|c| c.name == "reco" || c.name == "hepspec");
+    farm.classes.iter_mut().for_each(|c| c.effect = 0.0);
+    // every seventh reco job under auto fails (exit 1), besides the farm's 1%
+    let p = write_farm(dir.path(), "fails.jsonl", &farm, |l| {
+        let mut v: serde_json::Value = serde_json::from_str(&l).expect("record");
+        v["class"] = v["job_name"].clone();
+        let job: u64 = v["job"].as_str().and_then(|j| j.parse().ok()).expect("job id");
+        if v["job_name"] == "reco" && v["arm"] == "auto" && job % 7 == 0 {
+            v["exit_status"] = 1.into();
+        }
+        v.to_string()
+    });
+    let guards = dir.path().join("guards");
+    let o = nk(&["report", p.to_str().unwrap(), "--guard-file", guards.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let g =
+        numakit::experiment::guard::Guards::parse(&std::fs::read_to_string(&guards).expect("guards")).expect("parse");
+    assert_eq!(g.0.len(), 1, "{:?}", g.0);
+    assert_eq!((g.0[0].class.as_str(), g.0[0].arm.as_str()), ("reco", "auto"));
+    let why = g.0[0].why.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("more failures than none: ") && why.contains("always-valid CI of the difference +"),
+        "{why}"
+    );
+}
