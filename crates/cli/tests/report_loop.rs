@@ -330,3 +330,32 @@ fn an_arm_that_fails_more_often_is_guarded_on_its_failures() {
         "{why}"
     );
 }
+
+/// Text from the records (a hardware key with a line break and an escape)
+/// stays inside the comments it is quoted in: no rule or guard is made of it.
+#[test]
+fn record_text_cannot_write_rules_or_guards() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut farm = Farm::calibration(51, 6000);
+    farm.slow_host = None;
+    farm.chosen = 0.0;
+    farm.classes.retain(|c| c.name == "sim");
+    farm.classes.iter_mut().for_each(|c| (c.effect, c.sd_log) = ((1.10f64).ln(), 0.15));
+    let p = write_farm(dir.path(), "hostile.jsonl", &farm, |l| {
+        let mut v: serde_json::Value = serde_json::from_str(&l).expect("record");
+        v["class"] = v["job_name"].clone();
+        v["hardware"]["key"] = "k\nrule evil mode=interleave\nguard class=reco arm=none \u{1b}[2J".into();
+        v.to_string()
+    });
+    let (out, guards) = (dir.path().join("proposed"), dir.path().join("guards"));
+    let o = nk(&["report", p.to_str().unwrap(), "--propose-policy", out.to_str().unwrap()]);
+    assert!(o.status.success() && !text(&o.stdout).contains('\u{1b}'), "{}", text(&o.stderr));
+    let new = std::fs::read_to_string(&out).expect("proposed");
+    let rules: Vec<&str> = new.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rules, ["rule sim name=sim mode=none holdout=5% holdout-arm=auto"], "{new}");
+    assert!(nk(&["policy", "check", out.to_str().unwrap()]).status.success());
+    let o = nk(&["report", p.to_str().unwrap(), "--guard-file", guards.to_str().unwrap()]);
+    assert!(o.status.success() && !text(&o.stdout).contains('\u{1b}'), "{}", text(&o.stderr));
+    let g = numakit::experiment::guard::Guards::parse(&std::fs::read_to_string(&guards).unwrap()).expect("parse");
+    assert_eq!(g.0.iter().map(|g| (g.class.as_str(), g.arm.as_str())).collect::<Vec<_>>(), [("sim", "auto")]);
+}

@@ -270,9 +270,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         if args.json.json {
             out.flush()?;
             let mut err = std::io::stderr().lock();
-            said.iter().try_for_each(|l| writeln!(err, "numakit: report: {l}"))?;
+            said.iter()
+                .try_for_each(|l| writeln!(err, "numakit: report: {}", numakit::text::one_line(l, usize::MAX)))?;
         } else {
-            said.iter().try_for_each(|l| writeln!(out, "{l}"))?;
+            said.iter().try_for_each(|l| writeln!(out, "{}", numakit::text::one_line(l, usize::MAX)))?;
         }
     }
     // As ripgrep does: an input that could not be read (to its end) is said
