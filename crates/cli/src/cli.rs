@@ -166,6 +166,10 @@ pub enum Command {
     /// With --json, the report as JSON.
     Simulate(crate::cmd::simulate::SimulateArgs),
     /// Does placement pay here? Analyse the step outcome records of NUMA experiments.
+    ///
+    /// Its intervals are always-valid by default (read it as often as wanted; --look once for one
+    /// look at a fixed size). --guard-file stops arms that hurt a class; --propose-policy writes the
+    /// policy the evidence calls for, for review (docs/policy.md, the loop).
     Report(crate::cmd::report::ReportArgs),
     /// The site's placement policy per job class: check a policy file, explain which rule a job meets.
     Policy(crate::cmd::policy::PolicyArgs),

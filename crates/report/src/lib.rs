@@ -21,11 +21,13 @@
 
 pub mod analysis;
 mod collect;
+pub mod guards;
 pub mod input;
 mod jobs;
 mod line;
 mod parse;
 pub mod present;
+pub mod propose;
 pub mod result;
 pub mod sacct;
 mod strings;

@@ -35,7 +35,8 @@ pub struct Report {
 pub struct Settings {
     /// The field jobs are grouped by (dotted when nested).
     pub by: String,
-    /// The control arm.
+    /// The control arm as given with --control, or "default": each
+    /// experiment's own (`none`, else `daemon-off`, else its first arm).
     pub control: String,
     /// How p-values are adjusted for the number of comparisons ("Holm",
     /// "Benjamini-Hochberg").
@@ -52,6 +53,20 @@ pub struct Settings {
     pub outcome_from: String,
     /// Shares given with --shares, as typed.
     pub shares: Option<String>,
+    /// How the wall- and CPU-time comparisons were analysed:
+    /// "always-valid" (confidence sequences, Bonferroni over the
+    /// comparisons; the default) or "fixed-horizon" (`--look once`:
+    /// Welch's t, `adjustment`).
+    pub analysis: String,
+    /// Always-valid: the jobs per comparison the sequences are planned for
+    /// (per-host designs: the hosts they have).
+    pub planned_jobs: Option<u64>,
+    /// Where `planned_jobs` comes from: "--planned" or "default".
+    pub planned_from: Option<String>,
+    /// Always-valid: the wall-time comparisons α is shared over (k).
+    pub comparisons: u64,
+    /// What the intervals are, in words (the text report's header).
+    pub intervals: String,
 }
 
 /// What was read, and where each line and job went.
@@ -114,6 +129,9 @@ pub struct Experiment {
     pub name: Option<String>,
     /// What it randomized: "job", "host", "host-period", or "none".
     pub unit: String,
+    /// The arm its others are compared with: --control, or its own
+    /// (`none`, else `daemon-off`, else its first configured arm).
+    pub control: String,
     /// What its comparisons estimate, in words.
     pub design: String,
     /// The arms and shares the balance checks use, and where they come
@@ -192,6 +210,9 @@ pub struct Effect {
     pub df: f64,
     /// Units (jobs, hosts or paired hosts) in the arm and in the control.
     pub n: [u64; 2],
+    /// What the always-valid interval is computed from (not in the JSON).
+    #[serde(skip)]
+    pub basis: Option<crate::analysis::Basis>,
 }
 
 /// The change in run-to-run variation.
@@ -235,7 +256,8 @@ pub struct Needed {
 pub struct Comparison {
     /// The arm.
     pub arm: String,
-    /// The control arm.
+    /// The control arm as given with --control, or "default": each
+    /// experiment's own (`none`, else `daemon-off`, else its first arm).
     pub control: String,
     /// The unit of analysis: "job", "host", "host (paired periods)".
     pub analysed_by: String,

@@ -412,3 +412,93 @@ fn check_report(slurm: &Slurm, got: &[StepOutcome], chosen_id: &str) {
     }
     assert_eq!(overall, assigned, "the balance check's counts (jobs that ran to the end): {}", c());
 }
+
+/// The job of the guard loop: a class whose `auto` arm is slower by
+/// construction (it sleeps ten times as long under `auto`, read from the
+/// mode the plugin gives the job, `NUMAKIT_NUMA`): the machinery is under
+/// test, not a NUMA gain.
+const SLOW_UNDER_AUTO: &str = "#!/bin/sh\n\
+    if [ \"$NUMAKIT_NUMA\" = auto ]; then sleep 2; else sleep 0.2; fi\n";
+
+/// The loop of docs/policy.md in a real Slurm: a policy gives class `sim`
+/// an experiment; its records go to `numakit report --guard-file`, which
+/// guards `auto` for `sim`; the class's next jobs that would draw `auto`
+/// get the control, `none`, recorded `arm_source: guarded`, and those that
+/// draw `none` run as drawn.
+#[test]
+fn a_guard_written_by_the_report_gives_the_class_the_control() {
+    let d = tempfile::tempdir().expect("tmp");
+    let key = d.path().join("experiment.key");
+    std::fs::write(&key, b"a secret of 32 bytes, test only.").expect("key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let policy = d.path().join("policy");
+    let exp_words = format!("experiment=sim-q1 arms=auto:1,none:1 unit=job key={}", key.display());
+    std::fs::write(&policy, format!("rule sim name=sim* {exp_words}\n")).expect("policy");
+    let guards = d.path().join("guards");
+    let words = format!("policy={} guard={}", policy.display(), guards.display());
+    let mut spec = SlurmSpec::default().plugstack(plugstack(&words));
+    spec.extra_conf.push("SchedulerParameters=batch_sched_delay=0,sched_min_interval=0".into());
+    let slurm = Slurm::start(&spec).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(slurm.workdir().join("sim.sh"), SLOW_UNDER_AUTO).expect("script");
+    let submit = |n: usize| {
+        let out = run(
+            &slurm,
+            &["sbatch", "--parsable", &format!("--array=0-{}", n - 1), "-o", "/dev/null", "-J", "sim", "sim.sh"],
+        );
+        assert!(out.success(), "sbatch: {out:?}\n{}", slurm.logs());
+    };
+    let n = 24;
+    submit(n);
+    let first = wait_records(slurm.dir(), n);
+    assert_eq!(first.len(), n, "{first:#?}\n{}", slurm.logs());
+    let design = Design::from_words(&exp_words.split_whitespace().collect::<Vec<_>>()).expect("words").expect("design");
+    let key_bytes = std::fs::read(&key).expect("key");
+    let host = slurm.node().to_string();
+    let drawn = |r: &StepOutcome| {
+        let s = Subject { cluster: Some("nktest"), job: &r.job, host: &host, start_unix: r.start_unix };
+        design.arms[assign::arm_index(&design, &key_bytes, "nktest", &s).0].label.clone()
+    };
+    for r in &first {
+        assert_eq!((r.class.as_deref(), r.experiment.as_deref()), (Some("sim"), Some("sim-q1")), "{r:?}");
+        assert_eq!((r.arm.clone(), r.arm_source), (drawn(r), ArmSource::Assigned), "{r:?}");
+    }
+    for arm in ["auto", "none"] {
+        assert!(first.iter().filter(|r| r.arm == arm).count() >= 3, "both arms drawn: {first:#?}");
+    }
+
+    // The report reads the records and writes the guard.
+    let out = slurm
+        .command(numakit().to_str().expect("utf8"))
+        .args(["report", "--planned", "40", "--guard-file"])
+        .arg(&guards)
+        .arg(slurm.dir().join("reports"))
+        .output()
+        .expect("numakit report");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "numakit report: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("guard written to ") && said.contains("class=sim arm=auto"), "{said}");
+    let g =
+        numakit::experiment::guard::Guards::parse(&std::fs::read_to_string(&guards).expect("guards")).expect("parse");
+    assert_eq!(g.0.len(), 1, "{g:?}");
+    assert!(g.stopping("sim", Some("sim-q1"), "auto").is_some(), "{g:?}");
+
+    // The class's next jobs: auto's draws get the control, recorded guarded.
+    let mut next = Vec::new();
+    for round in 0..4 {
+        submit(8);
+        let all = wait_records(slurm.dir(), n + 8 * (round + 1));
+        next = all[n..].to_vec();
+        if next.iter().any(|r| drawn(r) == "auto") {
+            break;
+        }
+    }
+    assert!(next.iter().any(|r| drawn(r) == "auto"), "no job drew auto in {} jobs", next.len());
+    for r in &next {
+        assert_eq!((r.arm.as_str(), r.placement.mode.as_str()), ("none", "none"), "{r:?}");
+        let want = if drawn(r) == "auto" { ArmSource::Guarded } else { ArmSource::Assigned };
+        assert_eq!(r.arm_source, want, "{r:?}");
+    }
+    let guarded = next.iter().filter(|r| r.arm_source == ArmSource::Guarded).count();
+    let line = said.lines().find(|l| l.contains("guard written")).unwrap_or_default();
+    eprintln!("guard loop: {n} jobs, then {line}; of the next {} jobs {guarded} guarded", next.len());
+}

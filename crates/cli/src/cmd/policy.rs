@@ -250,16 +250,7 @@ pub fn run_guard(args: &GuardArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// Reads, changes and writes the guard file whole under its lock.
+/// The library's one writer of guard files, its error as a failure.
 fn update(file: &Path, change: impl FnOnce(&mut Guards)) -> Result<(), Failure> {
-    let mut lock_path = file.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let shown = numakit::text::path(file);
-    let _lock = numakit::files::FileLock::acquire(Path::new(&lock_path), std::time::Duration::from_secs(10))
-        .map_err(|e| Failure::system(format!("guards {shown}: its lock: {e}")))?
-        .ok_or_else(|| Failure::system(format!("guards {shown}: another writer held its lock for 10 s")))?;
-    let mut g = guard::load(file).map_err(Failure::system)?;
-    change(&mut g);
-    numakit::files::write_atomic(file, g.to_text().as_bytes())
-        .map_err(|e| Failure::system(format!("guards {shown}: cannot write it: {e}")))
+    guard::update(file, change).map_err(Failure::system)
 }

@@ -10,9 +10,12 @@ use std::path::PathBuf;
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use numakit::stats_math::Adjustment;
+use numakit_report::analysis::look::{Look, MAX_PLANNED, MIN_PLANNED};
 use numakit_report::{self as report, present, Options, ReadOptions, SacctFrom};
 
 use crate::Failure;
+
+mod close;
 
 /// How p-values are adjusted for the number of comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -32,21 +35,36 @@ pub enum OutcomeArg {
     Sacct,
 }
 
+/// How often the report is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LookArg {
+    /// Read at any time, as often as wanted: always-valid intervals (confidence sequences, Bonferroni).
+    Always,
+    /// One look at a size fixed in advance: Welch's t intervals, --adjust.
+    Once,
+}
+
 /// `numakit report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Record files, folders (searched for *.jsonl and *.jsonl.gz) or - for standard input (the default); gzip is detected.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Group jobs by this record field (user, partition, account, placement.mode, hardware.cpu_model, ...).
-    #[arg(long, value_name = "FIELD", default_value = "job_name")]
-    pub by: String,
-    /// The control arm every other arm is compared with.
-    #[arg(long, value_name = "ARM", default_value = "none")]
-    pub control: String,
-    /// How p-values are adjusted for the number of comparisons.
+    /// Group jobs by this record field (user, partition, account, class, placement.mode, ...; default job_name, class with --guard-file).
+    #[arg(long, value_name = "FIELD")]
+    pub by: Option<String>,
+    /// The control arm every other arm is compared with (default: each experiment's own: none, else daemon-off, else its first arm).
+    #[arg(long, value_name = "ARM")]
+    pub control: Option<String>,
+    /// How p-values are adjusted for the number of comparisons (with --look once; always: spread and balance).
     #[arg(long, value_name = "METHOD", value_enum, default_value_t = AdjustArg::Holm)]
     pub adjust: AdjustArg,
+    /// How the report is read: always (intervals valid at every look) or once (one look, fixed horizon).
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = LookArg::Always)]
+    pub look: LookArg,
+    /// The jobs per comparison the always-valid intervals are tuned for (default 10000; 10 to 100000000).
+    #[arg(long, value_name = "N")]
+    pub planned: Option<String>,
     /// The effect "jobs needed" is for, in percent (2 or 2%): units for 80% power to detect it.
     #[arg(long, value_name = "PCT", default_value = "2%")]
     pub detect: String,
@@ -73,6 +91,18 @@ pub struct ReportArgs {
     /// Also write the report with its pictures to FILE as one HTML page.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Add a guard to FILE for each class whose arm is worse than its control on always-valid evidence.
+    #[arg(long, value_name = "FILE")]
+    pub guard_file: Option<PathBuf>,
+    /// How much slower an arm must be, beyond doubt, to be guarded (3 or 3%).
+    #[arg(long, value_name = "PCT", default_value = "3%", requires = "guard_file")]
+    pub guard_margin: String,
+    /// Write a policy to OUT deciding each class's arm where the always-valid evidence is clear (and OUT.diff against --policy).
+    #[arg(long, value_name = "OUT")]
+    pub propose_policy: Option<PathBuf>,
+    /// The policy in force the proposal starts from (its classes, rules and matchers); never written.
+    #[arg(long, value_name = "CURRENT", requires = "propose_policy")]
+    pub policy: Option<PathBuf>,
     /// Parsing threads (default: all CPUs; 1 to 256).
     #[arg(
         long,
@@ -93,12 +123,45 @@ pub struct ReportArgs {
     pub tmpdir: Option<PathBuf>,
 }
 
-/// "2%", "2", "0.5%" as a fraction; the message names the value as typed.
-fn percent(text: &str) -> Result<f64, Failure> {
+/// "2%", "2", "0.5%" as a fraction; the message names the flag and the
+/// value as typed.
+fn percent(flag: &str, text: &str) -> Result<f64, Failure> {
     let t = text.trim().trim_end_matches('%').trim();
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v / 100.0),
-        _ => Err(Failure::usage(format!("--detect {text:?}: a percentage above 0 and below 100 (2 or 2%)"))),
+        _ => Err(Failure::usage(format!("{flag} {text:?}: a percentage above 0 and below 100 (2 or 2%)"))),
+    }
+}
+
+/// The `--by` field: as given, else `class` where guards or a policy
+/// are written from classes, else `job_name`. Guards and a proposal from
+/// a current policy need classes; a proposal without one, job names.
+fn by(args: &ReportArgs) -> Result<String, Failure> {
+    let classes = args.guard_file.is_some() || args.policy.is_some();
+    let names = args.propose_policy.is_some() && args.policy.is_none();
+    match (&args.by, classes, names) {
+        (_, true, true) => Err(Failure::usage(
+            "--guard-file with --propose-policy needs --policy CURRENT: its rules say which jobs a class is",
+        )),
+        (Some(b), true, _) if b != "class" => Err(Failure::usage(format!(
+            "{}: per class: give --by class, not --by {b}",
+            if args.guard_file.is_some() { "--guard-file" } else { "--propose-policy with --policy" }
+        ))),
+        (Some(b), _, true) if b != "job_name" => Err(Failure::usage(format!(
+            "--propose-policy without --policy: rules per job name: give --by job_name (or --policy CURRENT), not --by {b}"
+        ))),
+        (Some(b), ..) => Ok(b.clone()),
+        (None, true, _) => Ok("class".into()),
+        (None, ..) => Ok("job_name".into()),
+    }
+}
+
+/// `--planned N` (10000, 10,000 or 10_000) within its range.
+fn planned(text: &str) -> Result<u64, Failure> {
+    let t: String = text.trim().chars().filter(|c| *c != ',' && *c != '_').collect();
+    match t.parse::<u64>() {
+        Ok(n) if (MIN_PLANNED..=MAX_PLANNED).contains(&n) => Ok(n),
+        _ => Err(Failure::usage(format!("--planned {text:?}: a number of jobs from {MIN_PLANNED} to {MAX_PLANNED}"))),
     }
 }
 
@@ -108,7 +171,22 @@ fn write_file(path: &PathBuf, text: &str) -> Result<(), Failure> {
 
 /// Runs `numakit report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
-    report::check_by(&args.by).map_err(Failure::usage)?;
+    let by = by(args)?;
+    report::check_by(&by).map_err(Failure::usage)?;
+    for (flag, given) in
+        [("--guard-file", args.guard_file.is_some()), ("--propose-policy", args.propose_policy.is_some())]
+    {
+        if given && args.look == LookArg::Once {
+            return Err(
+                Failure::usage(format!("{flag}: written on always-valid evidence only, not with --look once")).into()
+            );
+        }
+    }
+    let current = match &args.propose_policy {
+        Some(out) => close::current(out, args.policy.as_deref())?,
+        None => None,
+    };
+    let margin = percent("--guard-margin", &args.guard_margin)?;
     if args.outcome_from == OutcomeArg::Sacct && !args.sacct && args.sacct_file.is_none() {
         return Err(Failure::usage("--outcome-from sacct needs --sacct or --sacct-file").into());
     }
@@ -125,16 +203,24 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         )),
         None => None,
     };
+    let look = match args.look {
+        LookArg::Once if args.planned.is_some() => {
+            return Err(Failure::usage("--planned: only with always-valid reading, not with --look once").into())
+        }
+        LookArg::Once => Look::Once,
+        LookArg::Always => Look::Always { planned: args.planned.as_deref().map(planned).transpose()? },
+    };
     let options = Options {
-        by: args.by.clone(),
+        by,
         control: args.control.clone(),
         adjustment: match args.adjust {
             AdjustArg::Holm => Adjustment::Holm,
             AdjustArg::Bh => Adjustment::BenjaminiHochberg,
         },
-        detect: percent(&args.detect)?,
+        detect: percent("--detect", &args.detect)?,
         power: 0.8,
         shares,
+        look,
     };
     let sacct = if args.sacct {
         let t = numakit::units::parse_duration(&args.sacct_timeout)
@@ -171,6 +257,24 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<u8> {
         writeln!(out)?;
     } else {
         out.write_all(present::text::render(&r).as_bytes())?;
+    }
+    let mut said = Vec::new();
+    if let Some(file) = &args.guard_file {
+        said.extend(close::guards(file, &r, margin)?);
+    }
+    if let Some(out_path) = &args.propose_policy {
+        let cur = args.policy.as_deref().zip(current.as_deref());
+        said.extend(close::propose(out_path, cur, &r, &sources)?);
+    }
+    if !said.is_empty() {
+        if args.json.json {
+            out.flush()?;
+            let mut err = std::io::stderr().lock();
+            said.iter()
+                .try_for_each(|l| writeln!(err, "numakit: report: {}", numakit::text::one_line(l, usize::MAX)))?;
+        } else {
+            said.iter().try_for_each(|l| writeln!(out, "{}", numakit::text::one_line(l, usize::MAX)))?;
+        }
     }
     // As ripgrep does: an input that could not be read (to its end) is said
     // on standard error too, the report is made of the rest, and the exit

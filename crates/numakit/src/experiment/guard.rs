@@ -120,6 +120,26 @@ pub fn load(path: &Path) -> Result<Guards, String> {
     }
 }
 
+/// Reads, changes and writes the guard file at `path` whole, under its
+/// lock (`PATH.lock`, waited for up to 10 s): the one writer of guard
+/// files (`numakit guard add|clear`, `numakit report --guard-file`). The
+/// file is replaced atomically through `files::write_atomic` (a new file
+/// renamed into place in the folder: a link at the path is replaced, never
+/// followed). Returns what `change` returns.
+pub fn update<T>(path: &Path, change: impl FnOnce(&mut Guards) -> T) -> Result<T, String> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let shown = crate::text::path(path);
+    let _lock = crate::files::FileLock::acquire(Path::new(&lock_path), std::time::Duration::from_secs(10))
+        .map_err(|e| format!("guards {shown}: its lock: {e}"))?
+        .ok_or_else(|| format!("guards {shown}: another writer held its lock for 10 s"))?;
+    let mut g = load(path)?;
+    let out = change(&mut g);
+    crate::files::write_atomic(path, g.to_text().as_bytes())
+        .map_err(|e| format!("guards {shown}: cannot write it: {e}"))?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +156,25 @@ mod tests {
         assert!(g.stopping("reco", Some("q1"), "interleave").is_some());
         assert!(g.stopping("reco", Some("q2"), "interleave").is_none(), "limited to its experiment");
         assert_eq!(Guards::parse(&g.to_text()).unwrap(), g);
+    }
+
+    #[test]
+    fn update_replaces_the_file_whole_and_a_link_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "# someone else's file\n").unwrap();
+        let path = dir.path().join("guards");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let g = Guard { class: "sim".into(), experiment: None, arm: "auto".into(), since: None, why: None };
+        let n = update(&path, |gs| {
+            gs.0.push(g.clone());
+            gs.0.len()
+        })
+        .unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "# someone else's file\n", "the link's target kept");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink(), "the link replaced");
+        assert_eq!(Guards::parse(&std::fs::read_to_string(&path).unwrap()).unwrap().0, vec![g]);
     }
 
     #[test]

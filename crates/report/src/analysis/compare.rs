@@ -9,10 +9,11 @@
 //! different size do not swamp the rest.
 
 use numakit::stats_math::{
-    one_sample_from_moments, paired_units_needed, sd_ratio, welch_from_moments, welch_jobs_needed, Adjustment, Moments,
+    one_sample_from_moments, paired_units_needed, sd_ratio, welch_from_moments, welch_jobs_needed, Moments,
     UnitsNeeded, Welch, SIGNIFICANCE,
 };
 
+use super::look::Basis;
 use super::Options;
 use crate::jobs::FastMap;
 use crate::result::{Comparison, Effect, Needed, Variation};
@@ -57,7 +58,7 @@ pub fn exp_bounded(x: f64) -> f64 {
     x.clamp(-700.0, 700.0).exp()
 }
 
-fn effect(w: &Welch, n: [u64; 2]) -> Effect {
+fn effect(w: &Welch, n: [u64; 2], basis: Option<Basis>) -> Effect {
     Effect {
         ratio: exp_bounded(w.difference),
         ci_low: exp_bounded(w.diff_ci_low),
@@ -66,6 +67,7 @@ fn effect(w: &Welch, n: [u64; 2]) -> Effect {
         p_adjusted: w.p_value,
         df: w.df,
         n,
+        basis,
     }
 }
 
@@ -132,8 +134,8 @@ pub fn compare(
             };
             let (wa, wc) = (means(arm.1, 0), means(control.1, 0));
             let (pa, pc) = (means(arm.1, 1), means(control.1, 1));
-            let wall = welch_from_moments(&wc, &wa).map(|w| effect(&w, [wa.n, wc.n]));
-            let cpu = welch_from_moments(&pc, &pa).map(|w| effect(&w, [pa.n, pc.n]));
+            let wall = welch_from_moments(&wc, &wa).map(|w| effect(&w, [wa.n, wc.n], Basis::two(&wc, &wa)));
+            let cpu = welch_from_moments(&pc, &pa).map(|w| effect(&w, [pa.n, pc.n], Basis::two(&pc, &pa)));
             let needed = plan_sds(&wc, &wa).and_then(|(sc, sa)| {
                 let s = share(arm.0, control.0, shares, wa.n, wc.n)?;
                 Some(needed(welch_jobs_needed(sc, sa, s, delta, o.power)?, wa.n + wc.n, "hosts"))
@@ -163,8 +165,8 @@ pub fn compare(
                 d
             };
             let (dw, dc) = (diffs(0), diffs(1));
-            let wall = one_sample_from_moments(&dw).map(|w| effect(&w, [dw.n, dw.n]));
-            let cpu = one_sample_from_moments(&dc).map(|w| effect(&w, [dc.n, dc.n]));
+            let wall = one_sample_from_moments(&dw).map(|w| effect(&w, [dw.n, dw.n], Basis::one(&dw)));
+            let cpu = one_sample_from_moments(&dc).map(|w| effect(&w, [dc.n, dc.n], Basis::one(&dc)));
             let needed = dw
                 .stddev()
                 .and_then(|sd| Some(needed(paired_units_needed(sd, delta, o.power)?, dw.n, "hosts with both arms")));
@@ -173,8 +175,10 @@ pub fn compare(
             ("host (paired periods)".to_string(), method, wall, cpu, needed)
         }
         _ => {
-            let wall = welch_from_moments(&cc.wall, &ca.wall).map(|w| effect(&w, [ca.wall.n, cc.wall.n]));
-            let cpu = welch_from_moments(&cc.cpu, &ca.cpu).map(|w| effect(&w, [ca.cpu.n, cc.cpu.n]));
+            let wall = welch_from_moments(&cc.wall, &ca.wall)
+                .map(|w| effect(&w, [ca.wall.n, cc.wall.n], Basis::two(&cc.wall, &ca.wall)));
+            let cpu = welch_from_moments(&cc.cpu, &ca.cpu)
+                .map(|w| effect(&w, [ca.cpu.n, cc.cpu.n], Basis::two(&cc.cpu, &ca.cpu)));
             let needed = plan_sds(&cc.wall, &ca.wall).and_then(|(sc, sa)| {
                 let s = share(arm.0, control.0, shares, ca.wall.n, cc.wall.n)?;
                 Some(needed(welch_jobs_needed(sc, sa, s, delta, o.power)?, ca.wall.n + cc.wall.n, "jobs"))
@@ -202,23 +206,43 @@ pub fn compare(
     }
 }
 
-/// Sets the comparison's verdict from its adjusted wall-time p-value, its
-/// interval and the settings' effect.
-pub fn verdict(c: &mut Comparison, how: Adjustment) {
+/// How a comparison's verdict is read: by its always-valid interval, or
+/// by its adjusted p-value (one look).
+#[derive(Debug, Clone, Copy)]
+pub struct Reading<'a> {
+    /// The interval's name in words ("95% CI", "always-valid 95% CI").
+    pub ci: &'a str,
+    /// The adjustment's name ("Holm", "Bonferroni").
+    pub adjusted: &'a str,
+    /// Flag by the interval (it excludes 1) rather than the adjusted p.
+    pub by_interval: bool,
+}
+
+/// Sets the comparison's verdict from its adjusted wall-time p-value (or
+/// its always-valid interval), its interval and the settings' effect.
+pub fn verdict(c: &mut Comparison, how: Reading) {
+    let ci = how.ci;
+    let flagged = |e: &Effect| {
+        if how.by_interval {
+            e.ci_high < 1.0 || e.ci_low > 1.0
+        } else {
+            e.p_adjusted < SIGNIFICANCE
+        }
+    };
     let (v, text) = match &c.wall {
         None => ("too-few", format!("too few {} to compare (at least 2 in each arm)", unit_word(&c.analysed_by))),
-        Some(e) if e.p_adjusted < SIGNIFICANCE => {
+        Some(e) if flagged(e) => {
             let word = if e.ratio < 1.0 { "faster" } else { "slower" };
             (
                 word,
                 format!(
-                    "{} is {word} than {}: wall time ×{:.3} (95% CI {:.3} to {:.3}), {}-adjusted p {}",
+                    "{} is {word} than {}: wall time ×{:.3} ({ci} {:.3} to {:.3}), {}-adjusted p {}",
                     c.arm,
                     c.control,
                     e.ratio,
                     e.ci_low,
                     e.ci_high,
-                    how.name(),
+                    how.adjusted,
                     p_text(e.p_adjusted)
                 ),
             )
@@ -231,7 +255,7 @@ pub fn verdict(c: &mut Comparison, how: Adjustment) {
 
 /// Refines an "undecided" verdict: "no-effect" when the interval lies
 /// within ±`detect`, else how many more units would decide.
-pub fn settle(c: &mut Comparison, detect: f64, power: f64) {
+pub fn settle(c: &mut Comparison, detect: f64, power: f64, ci: &str) {
     if c.verdict != "undecided" {
         return;
     }
@@ -241,14 +265,14 @@ pub fn settle(c: &mut Comparison, detect: f64, power: f64) {
     if e.ci_low > lo && e.ci_high < hi {
         c.verdict = "no-effect".into();
         c.verdict_text = format!(
-            "no effect as large as ±{pct}%: wall time ×{:.3} (95% CI {:.3} to {:.3}) lies within {lo:.3} to {hi:.3}",
+            "no effect as large as ±{pct}%: wall time ×{:.3} ({ci} {:.3} to {:.3}) lies within {lo:.3} to {hi:.3}",
             e.ratio, e.ci_low, e.ci_high
         );
         return;
     }
     c.verdict_text = match &c.needed {
         Some(n) if n.more_than => format!(
-            "cannot decide yet: wall time ×{:.3} (95% CI {:.3} to {:.3}); more than {} {} in all would be needed to detect ±{pct}% with {:.0}% power",
+            "cannot decide yet: wall time ×{:.3} ({ci} {:.3} to {:.3}); more than {} {} in all would be needed to detect ±{pct}% with {:.0}% power",
             e.ratio,
             e.ci_low,
             e.ci_high,
@@ -257,7 +281,7 @@ pub fn settle(c: &mut Comparison, detect: f64, power: f64) {
             power * 100.0
         ),
         Some(n) if n.more > 0 => format!(
-            "cannot decide yet: wall time ×{:.3} (95% CI {:.3} to {:.3}); about {} more {} to detect ±{pct}% with {:.0}% power",
+            "cannot decide yet: wall time ×{:.3} ({ci} {:.3} to {:.3}); about {} more {} to detect ±{pct}% with {:.0}% power",
             e.ratio,
             e.ci_low,
             e.ci_high,
@@ -266,7 +290,7 @@ pub fn settle(c: &mut Comparison, detect: f64, power: f64) {
             power * 100.0
         ),
         _ => format!(
-            "cannot decide: wall time ×{:.3} (95% CI {:.3} to {:.3}) takes in both no effect and one of ±{pct}% or more",
+            "cannot decide: wall time ×{:.3} ({ci} {:.3} to {:.3}) takes in both no effect and one of ±{pct}% or more",
             e.ratio, e.ci_low, e.ci_high
         ),
     };

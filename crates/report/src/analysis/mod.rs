@@ -8,6 +8,9 @@
 mod balance;
 mod compare;
 mod hosts;
+pub mod look;
+
+pub use look::{Basis, Look};
 
 /// How the comparisons' numbers are written in words.
 pub mod compare_text {
@@ -16,6 +19,7 @@ pub mod compare_text {
 
 use std::collections::BTreeMap;
 
+use numakit::experiment::policy::assign::control_label;
 use numakit::stats_math::{Adjustment, CONFIDENCE, SIGNIFICANCE};
 
 use crate::collect::{CellKey, Finished};
@@ -28,8 +32,9 @@ use crate::tally::{CellTally, Tally};
 pub struct Options {
     /// The `--by` field (dotted when nested).
     pub by: String,
-    /// The control arm.
-    pub control: String,
+    /// The control arm (`None`: each experiment's own, as
+    /// `policy::assign::control_label` chooses it from its arms).
+    pub control: Option<String>,
     /// How p-values are adjusted.
     pub adjustment: Adjustment,
     /// The effect "jobs needed" is for, as a fraction (0.02).
@@ -38,17 +43,20 @@ pub struct Options {
     pub power: f64,
     /// `--shares`: arms and weights, and the text as typed.
     pub shares: Option<(Vec<(String, f64)>, String)>,
+    /// How the report is read: always-valid (default) or once.
+    pub look: Look,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             by: "job_name".into(),
-            control: "none".into(),
+            control: None,
             adjustment: Adjustment::Holm,
             detect: 0.02,
             power: 0.8,
             shares: None,
+            look: Look::Always { planned: None },
         }
     }
 }
@@ -161,9 +169,17 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             let g = (k.group != NONE).then(|| names.name(k.group));
             groups.entry((g, names.name(k.hw))).or_default().push(c);
         }
+        let control = o.control.clone().unwrap_or_else(|| {
+            let mut labels: Vec<&str> = shares.iter().map(|s| s.0.as_str()).collect();
+            if labels.is_empty() {
+                labels = cells.iter().map(|&c| names.name(f.cells[c as usize].arm)).collect();
+                labels.sort_unstable();
+            }
+            control_label(&labels).unwrap_or("none").to_string()
+        });
         let mut gs = Vec::new();
         for ((g, hw), cs) in groups {
-            gs.push(group(t, f, o, &clusters, *unit, g, hw, &cs, &shares));
+            gs.push(group(t, f, o, &clusters, (*unit, &control), g, hw, &cs, &shares));
         }
         let bal = balance::check(exp_id, *unit, t, f, &clusters, cells, &shares, o.adjustment);
         if *unit == 0 {
@@ -172,6 +188,7 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
         out.push(Experiment {
             name: name.map(str::to_string),
             unit: unit_name(*unit).to_string(),
+            control,
             design: design(*unit).to_string(),
             shares,
             shares_from,
@@ -180,14 +197,14 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             balance: bal,
         });
     }
-    adjust(&mut out, o);
+    let k = adjust(&mut out, o);
     let span = f.span;
     Report {
         schema: SCHEMA.to_string(),
         numakit_version: env!("CARGO_PKG_VERSION").to_string(),
         settings: Settings {
             by: o.by.clone(),
-            control: o.control.clone(),
+            control: o.control.clone().unwrap_or_else(|| "default".into()),
             adjustment: o.adjustment.name().to_string(),
             alpha: SIGNIFICANCE,
             confidence: CONFIDENCE,
@@ -195,6 +212,15 @@ pub fn analyse(t: &Tally, f: &Finished, o: &Options, inputs: u64, sacct: Option<
             power: o.power,
             outcome_from: if t.from_sacct { "sacct" } else { "records" }.to_string(),
             shares: o.shares.as_ref().map(|s| s.1.clone()),
+            analysis: if o.look == Look::Once { "fixed-horizon" } else { "always-valid" }.to_string(),
+            planned_jobs: o.look.planned_jobs(),
+            planned_from: match o.look {
+                Look::Always { planned: Some(_) } => Some("--planned".into()),
+                Look::Always { planned: None } => Some("default".into()),
+                Look::Once => None,
+            },
+            comparisons: k as u64,
+            intervals: intervals_text(o, k),
         },
         input: InputSummary {
             inputs,
@@ -220,7 +246,7 @@ fn group(
     f: &Finished,
     o: &Options,
     clusters: &compare::ClusterIndex,
-    unit: u8,
+    (unit, control): (u8, &str),
     g: Option<&str>,
     hw: &str,
     cells: &[u32],
@@ -247,13 +273,11 @@ fn group(
     let mut comparisons = Vec::new();
     let mut note = None;
     if unit != 0 && !assigned.is_empty() {
-        match assigned.iter().find(|(a, _)| *a == o.control) {
-            None => {
-                note = Some(format!("no assigned jobs in the control arm {:?}: nothing to compare against", o.control))
-            }
+        match assigned.iter().find(|(a, _)| *a == control) {
+            None => note = Some(format!("no assigned jobs in the control arm {control:?}: nothing to compare against")),
             Some(&(_, ctrl)) => {
-                for &(arm, c) in assigned.iter().filter(|(a, _)| *a != o.control) {
-                    comparisons.push(compare::compare(t, clusters, unit, (arm, c), (&o.control, ctrl), o, shares));
+                for &(arm, c) in assigned.iter().filter(|(a, _)| *a != control) {
+                    comparisons.push(compare::compare(t, clusters, unit, (arm, c), (control, ctrl), o, shares));
                 }
                 if comparisons.is_empty() {
                     note = Some("only the control arm has assigned jobs".into());
@@ -264,10 +288,49 @@ fn group(
     Group { group: g.map(str::to_string), hardware_key: hw.to_string(), arms, not_randomized, comparisons, note }
 }
 
+/// "needed" for the always-valid interval: the units in all for it to
+/// show ±detect with the power, α shared over the `k` comparisons.
+fn always_needed(c: &mut crate::result::Comparison, o: &Options, k: usize) {
+    let per_host = c.analysed_by.starts_with("host");
+    let (Some(n), Some(b)) = (c.needed.as_mut(), c.wall.as_ref().and_then(|w| w.basis)) else { return };
+    let planned = if per_host { None } else { o.look.planned_jobs() };
+    if let Some(u) = look::needed(&b, (1.0 + o.detect).ln(), o.power, planned, k) {
+        let have = b.n;
+        let (total, more_than) = match u {
+            numakit::stats_math::UnitsNeeded::Exactly(t) => (t, false),
+            numakit::stats_math::UnitsNeeded::MoreThan(t) => (t, true),
+        };
+        (n.total, n.more, n.more_than) = (total, total.saturating_sub(have), more_than);
+    }
+}
+
+/// The header's words for the intervals.
+fn intervals_text(o: &Options, k: usize) -> String {
+    match o.look {
+        Look::Always { planned } => format!(
+            "always-valid 95% intervals (confidence sequence planned for {} jobs per comparison{}, per-host designs \
+             for their hosts; Bonferroni over {} comparison{}): they may be read at any time, as often as wanted",
+            compare::count(o.look.planned_jobs().unwrap_or(look::DEFAULT_PLANNED_JOBS)),
+            if planned.is_some() { ", --planned" } else { ", the default" },
+            k,
+            if k == 1 { "" } else { "s" }
+        ),
+        Look::Once => format!(
+            "fixed-horizon 95% intervals (Welch's t, p-values adjusted by {}; --look once): valid for one look \
+             at a size fixed in advance, not for reading again as jobs come in",
+            o.adjustment.name()
+        ),
+    }
+}
+
 /// Adjusts the p-values of every comparison of the report, one family per
-/// measure (wall time, CPU time, spread), and sets the verdicts.
-fn adjust(exps: &mut [Experiment], o: &Options) {
+/// measure (wall time, CPU time, spread), and sets the verdicts. Read
+/// always-valid, the wall and CPU times take their confidence sequences
+/// with α shared over each measure's comparisons (Bonferroni); the spread
+/// keeps its one-look interval. Returns the wall-time comparisons.
+fn adjust(exps: &mut [Experiment], o: &Options) -> usize {
     let how = o.adjustment;
+    let always = o.look != Look::Once;
     for measure in 0..3 {
         let mut ps = Vec::new();
         for e in exps.iter() {
@@ -284,11 +347,22 @@ fn adjust(exps: &mut [Experiment], o: &Options) {
                 }
             }
         }
+        let k = ps.len();
         let adjusted = how.adjust(&ps);
         let mut it = adjusted.into_iter();
         for e in exps.iter_mut() {
             for g in &mut e.groups {
                 for c in &mut g.comparisons {
+                    let per_host = c.analysed_by.starts_with("host");
+                    if always && measure < 2 {
+                        let effect = if measure == 0 { c.wall.as_mut() } else { c.cpu.as_mut() };
+                        if let Some(e) = effect {
+                            if let Some(planned) = look::planned_for(&o.look, e, per_host) {
+                                look::apply(e, planned, k);
+                            }
+                        }
+                        continue;
+                    }
                     let slot = match measure {
                         0 => c.wall.as_mut().map(|x| &mut x.p_adjusted),
                         1 => c.cpu.as_mut().map(|x| &mut x.p_adjusted),
@@ -303,14 +377,24 @@ fn adjust(exps: &mut [Experiment], o: &Options) {
             }
         }
     }
+    let reading = if always {
+        compare::Reading { ci: "always-valid 95% CI", adjusted: "Bonferroni", by_interval: true }
+    } else {
+        compare::Reading { ci: "95% CI", adjusted: how.name(), by_interval: false }
+    };
+    let k = exps.iter().flat_map(|e| &e.groups).flat_map(|g| &g.comparisons).filter(|c| c.wall.is_some()).count();
     for e in exps.iter_mut() {
         for g in &mut e.groups {
             for c in &mut g.comparisons {
-                compare::verdict(c, how);
-                compare::settle(c, o.detect, o.power);
+                if always {
+                    always_needed(c, o, k);
+                }
+                compare::verdict(c, reading);
+                compare::settle(c, o.detect, o.power, reading.ci);
             }
         }
     }
+    k
 }
 
 #[cfg(test)]

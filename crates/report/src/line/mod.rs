@@ -31,6 +31,7 @@ pub const FIELDS: &[&str] = &[
     "arm",
     "arm_source",
     "arms",
+    "class",
     "placement.mode",
     "placement.cpus",
     "placement.memory",

@@ -83,7 +83,7 @@ pub fn render(r: &Report) -> String {
     let top = 50.0;
     let forest_h = top + ROW * rows.len().max(1) as f64 + 40.0;
     // distributions
-    let mut dist: Vec<(String, String, [f64; 3], f64)> = Vec::new();
+    let mut dist: Vec<(String, bool, [f64; 3], f64)> = Vec::new();
     for e in &r.experiments {
         for g in &e.groups {
             for a in &g.arms {
@@ -94,7 +94,7 @@ pub fn render(r: &Report) -> String {
                         short(&g.hardware_key, 18),
                         short(&a.arm, 16)
                     );
-                    dist.push((label, a.arm.clone(), q, gm));
+                    dist.push((label, a.arm == e.control, q, gm));
                 }
             }
         }
@@ -111,8 +111,12 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">Wall time, arm / control (geometric mean ratio, 95% interval; {} adjusted verdicts)</text>"#,
-        escape(&r.settings.adjustment)
+        r#"<text x="10" y="20" font-size="14" font-weight="bold">Wall time, arm / control (geometric mean ratio, {})</text>"#,
+        if r.settings.analysis == "always-valid" {
+            "always-valid 95% interval, Bonferroni".to_string()
+        } else {
+            format!("95% interval; {} adjusted verdicts", escape(&r.settings.adjustment))
+        }
     );
     // band and axis
     let (b0, b1) = (xpos(1.0 / (1.0 + detect)), xpos(1.0 + detect));
@@ -208,9 +212,9 @@ pub fn render(r: &Report) -> String {
         );
         d += 1.0;
     }
-    for (i, (label, arm, q, gm)) in dist.iter().enumerate() {
+    for (i, (label, is_control, q, gm)) in dist.iter().enumerate() {
         let y = dtop + ROW * i as f64 + ROW / 2.0;
-        let c = if arm == &r.settings.control { "#6e7781" } else { "#8250df" };
+        let c = if *is_control { "#6e7781" } else { "#8250df" };
         let _ =
             writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, LEFT - 8.0, y + 4.0, escape(label));
         let _ = writeln!(

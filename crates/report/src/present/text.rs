@@ -40,11 +40,12 @@ fn opt3(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-fn arm_line(out: &mut String, a: &ArmSummary) {
+fn arm_line(out: &mut String, a: &ArmSummary, unit: &str) {
     let q = a
         .wall_quantiles_s
         .map_or("-".into(), |q| format!("{} / {} / {}", duration(q[0]), duration(q[1]), duration(q[2])));
-    let clusters = a.clusters.map_or(String::new(), |c| format!(" ({} hosts)", count(c)));
+    let units = if unit == "host-period" { "host-periods" } else { "hosts" };
+    let clusters = a.clusters.map_or(String::new(), |c| format!(" ({} {units})", count(c)));
     let _ = writeln!(
         out,
         "    {:10} {:9} {:>9}{clusters} {:>7} {:>9} {:>8} {:>26} {:>9} {:>8}",
@@ -60,7 +61,16 @@ fn arm_line(out: &mut String, a: &ArmSummary) {
     );
 }
 
-fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
+/// The interval's and the adjustment's names of the wall and CPU lines.
+fn effect_words(r: &Report) -> (&'static str, &str) {
+    if r.settings.analysis == "always-valid" {
+        ("always-valid CI", "Bonferroni")
+    } else {
+        ("95% CI", &r.settings.adjustment)
+    }
+}
+
+fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, (ci, how): (&str, &str)) {
     match e {
         None => {
             let _ = writeln!(out, "      {what:10} -  (too few to compare)");
@@ -68,7 +78,7 @@ fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
         Some(e) => {
             let _ = writeln!(
                 out,
-                "      {what:10} ×{:.3}  95% CI {:.3} to {:.3}  ({:+.1}% to {:+.1}%)  p {}  {how} {}  n {} / {}",
+                "      {what:10} ×{:.3}  {ci} {:.3} to {:.3}  ({:+.1}% to {:+.1}%)  p {}  {how} {}  n {} / {}",
                 e.ratio,
                 e.ci_low,
                 e.ci_high,
@@ -83,10 +93,10 @@ fn effect_line(out: &mut String, what: &str, e: &Option<Effect>, how: &str) {
     }
 }
 
-fn comparison(out: &mut String, c: &Comparison, how: &str) {
+fn comparison(out: &mut String, c: &Comparison, how: &str, words: (&str, &str)) {
     let _ = writeln!(out, "    {} against {} ({}):", name(&c.arm), name(&c.control), c.method);
-    effect_line(out, "wall time", &c.wall, how);
-    effect_line(out, "CPU time", &c.cpu, how);
+    effect_line(out, "wall time", &c.wall, words);
+    effect_line(out, "CPU time", &c.cpu, words);
     match &c.variation {
         None => {
             let _ = writeln!(out, "      {:10} -  (too few to compare)", "spread");
@@ -146,7 +156,7 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
             "arm", "source", "jobs", "failed", "wall gm", "sd(ln)", "wall p10 / p50 / p90", "CPU gm", "sd(ln)"
         );
         for a in g.arms.iter().chain(&g.not_randomized) {
-            arm_line(out, a);
+            arm_line(out, a, &e.unit);
         }
         if !g.not_randomized.is_empty() {
             let _ = writeln!(out, "    (chosen and default arms are shown, never compared: not randomized)");
@@ -155,7 +165,7 @@ fn experiment(out: &mut String, e: &Experiment, r: &Report) {
             let _ = writeln!(out, "    {}", one_line(n));
         }
         for c in &g.comparisons {
-            comparison(out, c, how);
+            comparison(out, c, how, effect_words(r));
         }
     }
     let b = &e.balance;
@@ -281,13 +291,23 @@ pub fn render(r: &Report) -> String {
         "a job's outcome: wall time from its first step's start to its last step's end, CPU time summed over its steps and hosts (from {})",
         r.settings.outcome_from
     );
+    let _ = writeln!(out, "{}", r.settings.intervals);
+    let spread = if r.settings.analysis == "always-valid" {
+        "; spread: one-look 95% intervals; spread and balance p-values"
+    } else {
+        "; p-values"
+    };
     let _ = writeln!(
         out,
-        "effects are ratios of geometric means (arm / control; below 1 is faster) with 95% intervals; p-values adjusted by {} over all comparisons; \"needed\": units for {:.0}% power to detect ±{}% at p < {}",
+        "effects are ratios of geometric means (arm / control; below 1 is faster){spread} adjusted by {} over all comparisons; \"needed\": units for {:.0}% power to detect ±{}% {}",
         r.settings.adjustment,
         r.settings.power * 100.0,
         pct_text(r.settings.detect_pct),
-        r.settings.alpha
+        if r.settings.analysis == "always-valid" {
+            "with these always-valid intervals".to_string()
+        } else {
+            format!("at p < {} in one look", r.settings.alpha)
+        }
     );
     for e in &r.experiments {
         experiment(&mut out, e, r);

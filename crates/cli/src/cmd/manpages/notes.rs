@@ -374,14 +374,16 @@ pub(super) fn notes(path: &str) -> Option<Notes> {
         "report" => n(
             vec![
                 code(0, "The report was printed (whatever it says about the arms)."),
-                code(1, "An input, the sacct file or an output file cannot be read or written; sacct failed or timed out. An input (or a folder below a named one) that cannot be read to its end is named on standard error and left out; the report of the rest is printed, and the exit status is 1."),
+                code(1, "An input, the sacct file or an output file (the guard file, the proposed policy) cannot be read or written; sacct failed or timed out. An input (or a folder below a named one) that cannot be read to its end is named on standard error and left out; the report of the rest is printed, and the exit status is 1."),
                 code(2, USAGE),
             ],
             vec![
                 file("DIR/numakit-outcomes.jsonl", "The step outcome records the Slurm plugin and the job wrappers write (report=DIR), plain or gzip."),
                 file("$TMPDIR/numakit-report.*", "Spilled job tables beyond --max-jobs-in-memory, removed at the end."),
+                file("--guard-file FILE", "Guards added for arms worse than their control on always-valid evidence, under FILE.lock, replaced whole (the format numakit guard reads)."),
+                file("--propose-policy OUT, OUT.diff", "The proposed policy (never the --policy file) and its line diff against --policy."),
             ],
-            &["sacct(1)", "numakit-stat(1)"],
+            &["sacct(1)", "numakit-stat(1)", "numakit-policy(1)", "numakit-guard(1)"],
         ),
         "policy" | "policy check" | "policy explain" => n(
             vec![

@@ -200,11 +200,19 @@ fn reduced(a: u32, b: u32) -> (u32, u32) {
     (a / g, b / g)
 }
 
+/// The control among arms named as records name them (`auto`, `none`,
+/// `daemon-off`, ...): `none`, else `daemon-off`, else the first; the one
+/// rule [`control`] and `numakit report` share. `None` without an arm.
+pub fn control_label<'a>(labels: &[&'a str]) -> Option<&'a str> {
+    ["none", "daemon-off"].iter().find_map(|c| labels.iter().find(|l| *l == c).copied()).or(labels.first().copied())
+}
+
 /// An experiment's control: its `none` arm, else `daemon-off`, else its
 /// first arm, as (label, mode, daemon).
 pub fn control(d: &Design) -> (String, JobMode, Option<bool>) {
-    let find = |want: &ArmKind| d.arms.iter().find(|a| &a.kind == want);
-    let arm = find(&ArmKind::Mode(JobMode::None)).or_else(|| find(&ArmKind::Daemon(false))).unwrap_or(&d.arms[0]);
+    let labels: Vec<&str> = d.arms.iter().map(|a| a.label.as_str()).collect();
+    let want = control_label(&labels).unwrap_or_default();
+    let arm = d.arms.iter().find(|a| a.label == want).unwrap_or(&d.arms[0]);
     match &arm.kind {
         ArmKind::Mode(m) => (arm.label.clone(), m.clone(), None),
         ArmKind::Daemon(on) => (arm.label.clone(), JobMode::None, Some(*on)),
