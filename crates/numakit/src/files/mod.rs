@@ -94,6 +94,20 @@ pub fn read_named(path: &Path) -> Result<Vec<u8>, NamedFileError> {
     read_bounded(path, MAX_NAMED_BYTES, true)
 }
 
+/// Whether two paths a user named are one file: the same path, or the
+/// same device and inode (links followed; a path that does not exist is
+/// no file). For refusing to write over an input, not for security.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if a == b {
+        return true;
+    }
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// [`read_named`] as UTF-8 text ([`Unreadable::NotText`] otherwise).
 pub fn read_named_text(path: &Path) -> Result<String, NamedFileError> {
     String::from_utf8(read_named(path)?)

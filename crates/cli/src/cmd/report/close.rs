@@ -41,25 +41,12 @@ pub fn guards(file: &Path, r: &Report, margin: f64) -> Result<Vec<String>, Failu
     .map_err(Failure::system)
 }
 
-/// Whether two paths name one file (the same path, or the same device
-/// and inode).
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    if a == b {
-        return true;
-    }
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
 /// Checks `--propose-policy OUT [--policy CURRENT]` before anything is
 /// read: OUT is not CURRENT; CURRENT reads and parses. Returns CURRENT's
 /// text.
 pub fn current(out: &Path, current: Option<&Path>) -> Result<Option<String>, Failure> {
     let Some(cur) = current else { return Ok(None) };
-    if same_file(out, cur) {
+    if numakit::files::same_file(out, cur) {
         return Err(Failure::usage(format!(
             "--propose-policy {}: the same file as --policy: the policy in force is never written; give another path",
             numakit::text::path(out)
