@@ -234,6 +234,10 @@ fn a_proposed_policy_decides_gains_and_losses_and_keeps_the_rest() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let next = std::fs::read_to_string(&again).unwrap();
     assert_eq!(next.matches("# numakit policy proposed by").count(), 1, "{next}");
+    // an earlier proposal's evidence gives way to today's: one block per class
+    assert_eq!(next.matches("# proposed for class reco:").count(), 1, "{next}");
+    assert_eq!(next.matches("# was: rule reco").count(), 1, "{next}");
+    assert!(line_of(&next, "# was: rule reco").contains("mode=auto"), "the rule in force: {next}");
     assert_eq!(line_of(&next, "rule reco"), "rule reco name=reco* mode=auto holdout=5% holdout-arm=none");
     assert!(nk(&["policy", "check", again.to_str().unwrap()]).status.success());
 }

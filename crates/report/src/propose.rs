@@ -233,10 +233,22 @@ pub fn propose(r: &Report, current: Option<&str>, p: &Provenance) -> Result<Stri
             let mut used = std::collections::BTreeSet::new();
             // an earlier proposal's header gives way to this one's
             let header = ["# numakit policy proposed by ", "# from sha256 ", "# review it: "];
+            // and its evidence (`# proposed for class`, its `#   ` lines and
+            // the rule it replaced, `# was:`) to the evidence of today's records
+            let mut in_evidence = false;
             for (raw, words) in statements(text) {
-                if raw.len() == 1 && header.iter().any(|h| raw[0].starts_with(h)) {
+                let comment = (raw.len() == 1).then(|| raw[0].trim_start());
+                if comment.is_some_and(|c| header.iter().any(|h| c.starts_with(h))) {
                     continue;
                 }
+                if comment.is_some_and(|c| c.starts_with("# proposed for class ")) {
+                    in_evidence = true;
+                    continue;
+                }
+                if in_evidence && comment.is_some_and(|c| c.starts_with("#   ") || c.starts_with("# was: ")) {
+                    continue;
+                }
+                in_evidence = false;
                 let call = (words.first().map(String::as_str) == Some("rule"))
                     .then(|| words.get(1).and_then(|class| calls.iter().find(|c| &c.class == class)))
                     .flatten();
