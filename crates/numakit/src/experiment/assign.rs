@@ -131,17 +131,7 @@ pub fn assign(
     default: &JobMode,
     subject: &Subject<'_>,
 ) -> (Assignment, Option<String>) {
-    let plain = |source: ArmSource, mode: &JobMode| Assignment {
-        experiment: None,
-        unit: None,
-        period: None,
-        arm: mode.to_string(),
-        source,
-        arms: None,
-        mode: mode.clone(),
-        daemon: None,
-        class: None,
-    };
+    let plain = |source: ArmSource, mode: &JobMode| Assignment::plain(source, mode, None);
     let fallback = |why: Option<String>| match chosen {
         Some(m) => (plain(ArmSource::Chosen, m), why),
         None => (plain(ArmSource::Default, default), why),

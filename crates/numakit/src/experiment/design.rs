@@ -91,6 +91,24 @@ pub struct Assignment {
 /// The largest share an arm may have (shares are weights, not counts).
 pub const MAX_SHARE: u32 = 1000;
 
+impl Assignment {
+    /// An assignment outside any experiment: `mode`, set by `source`, of
+    /// `class` where a policy's rule gave one.
+    pub fn plain(source: ArmSource, mode: &JobMode, class: Option<&str>) -> Assignment {
+        Assignment {
+            experiment: None,
+            unit: None,
+            period: None,
+            arm: mode.to_string(),
+            source,
+            arms: None,
+            mode: mode.clone(),
+            daemon: None,
+            class: class.map(str::to_string),
+        }
+    }
+}
+
 impl Design {
     /// Whether `word` (`key=...`) is one of an experiment's ([`WORDS`]).
     pub fn is_word(word: &str) -> bool {

@@ -69,17 +69,7 @@ pub fn assign_job(rule: Option<&Rule>, s: &Start<'_>) -> (Assignment, Option<Str
             (a, note.map(|n| format!("class {}: {n}", rule.class)))
         }
         Action::Mode { mode, holdout, key, cluster } => {
-            let plain = |source: ArmSource, mode: &JobMode| Assignment {
-                experiment: None,
-                unit: None,
-                period: None,
-                arm: mode.to_string(),
-                source,
-                arms: None,
-                mode: mode.clone(),
-                daemon: None,
-                class: Some(rule.class.clone()),
-            };
+            let plain = |source: ArmSource, mode: &JobMode| Assignment::plain(source, mode, Some(&rule.class));
             if let Some(m) = s.chosen {
                 return (plain(ArmSource::Chosen, m), None);
             }
